@@ -1,0 +1,202 @@
+package config
+
+import (
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/polyccm/polyccm/config/secret"
+)
+
+var (
+	durationType = reflect.TypeOf(time.Duration(0))
+	secretType   = reflect.TypeOf(secret.Secret{})
+)
+
+// schema is every key path the config accepts, walked from the Go structs
+// (koanf tags), so unknown keys and environment overrides are checked
+// against the same truth the decoder uses.
+type schema struct {
+	leaves map[string]reflect.Type // canonical path -> value type
+	groups map[string]bool         // canonical paths that hold mappings
+	folded map[string]string       // folded path -> canonical path
+}
+
+func newSchema() *schema {
+	return &schema{leaves: map[string]reflect.Type{}, groups: map[string]bool{}, folded: map[string]string{}}
+}
+
+func (s *schema) walk(prefix string, t reflect.Type) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("koanf")
+		if tag == "" || tag == "-" || !f.IsExported() {
+			continue
+		}
+		p := joinKey(prefix, tag)
+		switch {
+		case f.Type == secretType:
+			s.addGroup(p)
+			for _, sub := range []string{"file", "env", "credential", "value"} {
+				s.addLeaf(p+"."+sub, reflect.TypeOf(""))
+			}
+		case f.Type.Kind() == reflect.Struct:
+			s.addGroup(p)
+			s.walk(p, f.Type)
+		default:
+			s.addLeaf(p, f.Type)
+		}
+	}
+}
+
+func (s *schema) addGroup(p string) {
+	s.groups[p] = true
+	s.folded[fold(p)] = p
+}
+
+func (s *schema) addLeaf(p string, t reflect.Type) {
+	s.leaves[p] = t
+	s.folded[fold(p)] = p
+}
+
+// fold makes the form environment variable names are matched in:
+// case-insensitive, single underscores ignored.
+func fold(p string) string {
+	return strings.ReplaceAll(strings.ToLower(p), "_", "")
+}
+
+// children returns the keys directly under group.
+func (s *schema) children(group string) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		rest, ok := strings.CutPrefix(p, group+".")
+		if group == "" {
+			rest, ok = p, true
+		}
+		if !ok {
+			return
+		}
+		first, _, _ := strings.Cut(rest, ".")
+		if !seen[first] {
+			seen[first] = true
+			out = append(out, first)
+		}
+	}
+	for p := range s.leaves {
+		add(p)
+	}
+	for p := range s.groups {
+		add(p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// parent returns the longest known group that contains key ("" for top).
+func (s *schema) parent(key string) string {
+	for {
+		i := strings.LastIndexByte(key, '.')
+		if i < 0 {
+			return ""
+		}
+		key = key[:i]
+		if s.groups[key] {
+			return key
+		}
+	}
+}
+
+// suggest returns the closest known sibling of an unknown key, or "".
+func (s *schema) suggest(key string) string {
+	group := s.parent(key)
+	rest := strings.TrimPrefix(key, group+".")
+	if group == "" {
+		rest = key
+	}
+	name, _, _ := strings.Cut(rest, ".")
+	best, bestD := "", 4
+	for _, c := range s.children(group) {
+		d := distance(strings.ToLower(name), strings.ToLower(c))
+		if d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return joinKey(group, best)
+}
+
+// distance is the Levenshtein edit distance, for "did you mean".
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// envValue converts an environment string to the leaf's type, so an
+// override is typed exactly like the same value written in YAML.
+func envValue(t reflect.Type, v string) (any, error) {
+	if t == durationType {
+		return v, nil // the decoder's duration hook parses and reports it
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return v, nil
+	case reflect.Bool:
+		return strconv.ParseBool(v)
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		return strconv.Atoi(v)
+	case reflect.Float32, reflect.Float64:
+		return strconv.ParseFloat(v, 64)
+	case reflect.Slice:
+		if v == "" {
+			return []any{}, nil
+		}
+		parts := strings.Split(v, ",")
+		out := make([]any, len(parts))
+		for i, p := range parts {
+			out[i] = strings.TrimSpace(p)
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+// typeName is how a key's expected type is named in errors.
+func typeName(t reflect.Type) string {
+	if t == durationType {
+		return "a duration (like 30s or 5m)"
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "a boolean (true or false)"
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice:
+		return "a comma-separated list"
+	}
+	return "a string"
+}

@@ -1,0 +1,353 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/v2"
+
+	"github.com/polyccm/polyccm/config/secret"
+	"github.com/polyccm/polyccm/core/driver"
+)
+
+// Source says where Load reads from. Zero values mean the real thing:
+// DefaultPath, os.Environ() and the compiled-in drivers.
+type Source struct {
+	Path     string
+	Environ  []string
+	Registry *driver.Registry
+}
+
+// Load reads, decodes and validates the config. It returns warnings the
+// operator should see (they do not stop polyccm) and, if anything is wrong,
+// a *Problems error listing every problem.
+func Load(src Source) (*Config, []string, error) {
+	if src.Path == "" {
+		src.Path = DefaultPath
+	}
+	if src.Environ == nil {
+		src.Environ = os.Environ()
+	}
+	if src.Registry == nil {
+		src.Registry = driver.Default()
+	}
+	l := &loader{src: src, k: koanf.New("."), explicit: map[string]string{}, probs: &Problems{File: src.Path}}
+	return l.load()
+}
+
+type loader struct {
+	src      Source
+	k        *koanf.Koanf
+	sch      *schema
+	explicit map[string]string // keys set by the file or env -> where
+	probs    *Problems
+	warnings []string
+	fileMode fs.FileMode
+}
+
+func (l *loader) load() (*Config, []string, error) {
+	l.sch = newSchema()
+	l.sch.walk("", reflect.TypeOf(Config{}))
+	l.sch.addGroup("drivers")
+	for _, name := range l.src.Registry.Names() {
+		d, _ := l.src.Registry.Lookup(name)
+		l.sch.addGroup("drivers." + name)
+		l.sch.walk("drivers."+name, reflect.TypeOf(d.NewConfig()))
+	}
+
+	if err := l.readFile(); err != nil {
+		return nil, nil, err
+	}
+	l.readEnv()
+	l.checkKeys()
+
+	cfg := Defaults()
+	cfg.File = l.src.Path
+	l.decode("", l.withoutDrivers(), cfg)
+	l.decodeDrivers(cfg)
+	l.validate(cfg)
+	l.checkSecrets(cfg)
+
+	if err := l.probs.err(); err != nil {
+		return nil, l.warnings, err
+	}
+	return cfg, l.warnings, nil
+}
+
+func (l *loader) readFile() error {
+	st, err := os.Stat(l.src.Path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("config file %s does not exist: copy ccm.example.yaml there and edit it, or pass --config PATH", l.src.Path)
+		}
+		return fmt.Errorf("config file: %w", err)
+	}
+	if st.IsDir() {
+		return fmt.Errorf("config file %s is a directory; pass the path of the YAML file", l.src.Path)
+	}
+	l.fileMode = st.Mode().Perm()
+	if err := l.k.Load(file.Provider(l.src.Path), yaml.Parser()); err != nil {
+		return fmt.Errorf("config file %s is not valid YAML: %w", l.src.Path, err)
+	}
+	for _, key := range l.k.Keys() {
+		l.explicit[key] = l.src.Path
+	}
+	return nil
+}
+
+// readEnv applies POLYCCM_* overrides. Names are matched to keys without
+// regard to case or single underscores: POLYCCM_NODES__CONCURRENT_SYNCS
+// and POLYCCM_NODES__CONCURRENTSYNCS both set nodes.concurrentSyncs.
+func (l *loader) readEnv() {
+	vars := append([]string(nil), l.src.Environ...)
+	sort.Strings(vars)
+	for _, kv := range vars {
+		name, value, _ := strings.Cut(kv, "=")
+		rest, ok := strings.CutPrefix(name, EnvPrefix)
+		if !ok || rest == "" {
+			continue
+		}
+		path := strings.ReplaceAll(rest, "__", ".")
+		key, ok := l.sch.folded[fold(path)]
+		if !ok {
+			msg := fmt.Sprintf("does not name a config key (levels are separated by __, e.g. %sNODES__CONCURRENTSYNCS)", EnvPrefix)
+			if s := l.sch.suggest(strings.ToLower(path)); s != "" {
+				msg += "; did you mean " + s + "?"
+			}
+			l.probs.add("environment variable "+name, "%s", msg)
+			continue
+		}
+		t, isLeaf := l.sch.leaves[key]
+		if !isLeaf {
+			l.probs.add("environment variable "+name, "names the mapping %s; set one of its keys: %s", key, strings.Join(l.sch.children(key), ", "))
+			continue
+		}
+		v, err := envValue(t, value)
+		if err != nil {
+			l.probs.add(key, "environment variable %s: %q is not %s", name, value, typeName(t))
+			continue
+		}
+		// An override of one secret form replaces the secret entirely, so
+		// {file:} in the file plus POLYCCM_..._TOKEN__ENV is not "two forms".
+		if parent := l.sch.parent(key); l.isSecret(parent) {
+			for _, sub := range []string{"file", "env", "credential", "value"} {
+				l.k.Delete(parent + "." + sub)
+			}
+		}
+		if err := l.k.Set(key, v); err != nil {
+			l.probs.addErr(key, err)
+			continue
+		}
+		l.explicit[key] = "environment variable " + name
+	}
+}
+
+func (l *loader) isSecret(group string) bool {
+	if !l.sch.groups[group] {
+		return false
+	}
+	_, ok := l.sch.leaves[group+".credential"]
+	return ok
+}
+
+// checkKeys reports every key the schema does not know, with a suggestion.
+func (l *loader) checkKeys() {
+	reportedDrivers := map[string]bool{}
+	for _, key := range l.k.Keys() {
+		if _, ok := l.sch.leaves[key]; ok {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(key, "drivers."); ok {
+			name, _, _ := strings.Cut(rest, ".")
+			if _, known := l.src.Registry.Lookup(name); !known {
+				if !reportedDrivers[name] {
+					reportedDrivers[name] = true
+					l.probs.add("drivers."+name, "%v; remove this section or use a binary built with that driver", l.src.Registry.NotCompiled(name))
+				}
+				continue
+			}
+		}
+		if l.sch.groups[key] {
+			if l.isSecret(key) {
+				l.probs.add(key, "give the secret as %s", secret.Forms)
+			} else {
+				l.probs.add(key, "must be a mapping with keys: %s", strings.Join(l.sch.children(key), ", "))
+			}
+			continue
+		}
+		msg := "unknown key"
+		if s := l.sch.suggest(key); s != "" && s != key {
+			msg += "; did you mean " + s + "?"
+		} else {
+			msg += "; valid keys here: " + strings.Join(l.sch.children(l.sch.parent(key)), ", ")
+		}
+		l.probs.add(key, "%s", msg)
+	}
+}
+
+func (l *loader) withoutDrivers() *koanf.Koanf {
+	k := l.k.Copy()
+	k.Delete("drivers")
+	return k
+}
+
+// decode unmarshals k's subtree at path into out, reporting errors with
+// their full key paths.
+func (l *loader) decode(path string, k *koanf.Koanf, out any) {
+	dc := &mapstructure.DecoderConfig{
+		ErrorUnused: true,
+		// Keys are case-sensitive, as checkKeys reports them.
+		MatchName: func(mapKey, fieldName string) bool { return mapKey == fieldName },
+		DecodeHook: mapstructure.ComposeDecodeHookFunc(
+			secretHook,
+			durationHook,
+					mapstructure.TextUnmarshallerHookFunc(),
+		),
+	}
+	err := k.UnmarshalWithConf(path, out, koanf.UnmarshalConf{Tag: "koanf", DecoderConfig: dc})
+	// mapstructure wraps its joined errors in one "decoding failed" error.
+	for err != nil {
+		if _, joined := err.(interface{ Unwrap() []error }); joined {
+			break
+		}
+		if _, ok := err.(*mapstructure.DecodeError); ok {
+			break
+		}
+		inner := errors.Unwrap(err)
+		if inner == nil {
+			break
+		}
+		err = inner
+	}
+	for _, e := range flatten(err) {
+		var de *mapstructure.DecodeError
+		if !errors.As(e, &de) {
+			l.probs.addErr(path, e)
+			continue
+		}
+		msg := de.Unwrap().Error()
+		if strings.HasPrefix(msg, "has invalid keys:") {
+			continue // checkKeys reported these with suggestions
+		}
+		key := joinKey(path, de.Name())
+		if l.probs.has(key) {
+			continue
+		}
+		l.probs.add(key, "%s", msg)
+	}
+}
+
+func (l *loader) decodeDrivers(cfg *Config) {
+	present := map[string]bool{}
+	for _, name := range l.k.MapKeys("drivers") {
+		present[name] = true
+	}
+	if _, ok := l.src.Registry.Lookup(cfg.Driver); ok {
+		present[cfg.Driver] = true
+	}
+	for name := range present {
+		d, ok := l.src.Registry.Lookup(name)
+		if !ok {
+			continue // reported by checkKeys or validate
+		}
+		dc := d.NewConfig()
+		if l.k.Exists("drivers." + name) {
+			l.decode("drivers."+name, l.k, dc)
+		}
+		cfg.Drivers[name] = dc
+	}
+}
+
+var errNoUnit = errors.New("a duration needs a unit, like 30s, 5m or 1h")
+
+// durationHook parses durations and rejects bare numbers: mapstructure
+// would read `monitorPeriod: 5` as five nanoseconds.
+func durationHook(from, to reflect.Type, data any) (any, error) {
+	if to != durationType {
+		return data, nil
+	}
+	switch v := data.(type) {
+	case string:
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a duration: use a number with a unit, like 30s, 5m or 1h", v)
+		}
+		return d, nil
+	case time.Duration:
+		return v, nil
+	}
+	switch from.Kind() {
+	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Float64, reflect.Float32, reflect.Uint64:
+		return nil, errNoUnit
+	}
+	return data, nil
+}
+
+// secretHook builds secrets itself so no decoder error ever echoes a value.
+func secretHook(from, to reflect.Type, data any) (any, error) {
+	if to != secretType {
+		return data, nil
+	}
+	switch v := data.(type) {
+	case map[string]any:
+		return secret.FromMap(v)
+	case secret.Secret:
+		return v, nil
+	}
+	return nil, fmt.Errorf("give the secret as %s", secret.Forms)
+}
+
+// checkSecrets verifies every secret in the selected driver's config can be
+// read now, and warns about inline secrets in a file others can read.
+func (l *loader) checkSecrets(cfg *Config) {
+	for name, dc := range cfg.Drivers {
+		walkSecrets("drivers."+name, reflect.ValueOf(dc), func(key string, s secret.Secret) {
+			if s.IsZero() {
+				return // the driver's Validate says whether it is required
+			}
+			if name == cfg.Driver {
+				if err := s.Check(); err != nil {
+					l.probs.addErr(key, err)
+				}
+			}
+			if s.IsInline() && l.fileMode&0o077 != 0 && l.explicit[key+".value"] == l.src.Path {
+				l.warnings = append(l.warnings, fmt.Sprintf(
+					"%s holds an inline secret at %s but is readable by group or others (mode %#o): run `chmod 600 %s`, or give the secret as {file:}, {env:} or {credential:}",
+					l.src.Path, key, l.fileMode, l.src.Path))
+			}
+		})
+	}
+}
+
+func walkSecrets(prefix string, v reflect.Value, fn func(key string, s secret.Secret)) {
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			return
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return
+	}
+	if v.Type() == secretType {
+		fn(prefix, v.Interface().(secret.Secret))
+		return
+	}
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Type().Field(i)
+		tag := f.Tag.Get("koanf")
+		if tag == "" || tag == "-" || !f.IsExported() {
+			continue
+		}
+		walkSecrets(joinKey(prefix, tag), v.Field(i), fn)
+	}
+}

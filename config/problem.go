@@ -1,0 +1,111 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Problem is one thing wrong with the config, at one key path. Drivers
+// return Problems from their config's Validate with paths relative to their
+// subtree; the loader prefixes drivers.<name>.
+type Problem struct {
+	Key string
+	Msg string
+}
+
+func (p Problem) Error() string {
+	if p.Key == "" {
+		return p.Msg
+	}
+	return p.Key + ": " + p.Msg
+}
+
+// Problems is every problem found, reported together.
+type Problems struct {
+	File string
+	List []Problem
+}
+
+func (ps *Problems) add(key, format string, args ...any) {
+	ps.List = append(ps.List, Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (ps *Problems) addErr(key string, err error) {
+	ps.List = append(ps.List, Problem{Key: key, Msg: err.Error()})
+}
+
+// addTree adds errors from a driver's Validate, under prefix.
+func (ps *Problems) addTree(prefix string, err error) {
+	for _, e := range flatten(err) {
+		var p Problem
+		if errors.As(e, &p) {
+			key := joinKey(prefix, p.Key)
+			if !ps.has(key) { // a decoding problem at the same key says it better
+				ps.List = append(ps.List, Problem{Key: key, Msg: p.Msg})
+			}
+			continue
+		}
+		ps.addErr(prefix, e)
+	}
+}
+
+func flatten(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+func (ps *Problems) has(key string) bool {
+	for _, p := range ps.List {
+		if p.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func (ps *Problems) Error() string {
+	sort.SliceStable(ps.List, func(i, j int) bool { return ps.List[i].Key < ps.List[j].Key })
+	var b strings.Builder
+	where := "the config"
+	if ps.File != "" {
+		where = ps.File
+	}
+	if len(ps.List) == 1 {
+		fmt.Fprintf(&b, "%s: %s", where, ps.List[0].Error())
+		return b.String()
+	}
+	fmt.Fprintf(&b, "%s has %d problems:", where, len(ps.List))
+	for _, p := range ps.List {
+		b.WriteString("\n  - ")
+		b.WriteString(p.Error())
+	}
+	return b.String()
+}
+
+func (ps *Problems) err() error {
+	if len(ps.List) == 0 {
+		return nil
+	}
+	return ps
+}
+
+func joinKey(prefix, key string) string {
+	switch {
+	case prefix == "":
+		return key
+	case key == "":
+		return prefix
+	}
+	return prefix + "." + key
+}

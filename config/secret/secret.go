@@ -1,0 +1,184 @@
+// Package secret holds credentials from the config file without ever
+// holding them in the open: a Secret names where the value lives (a file, an
+// environment variable, a systemd credential) or carries it inline, and is
+// read only when a cloud client needs it. Every way of printing a Secret
+// prints where it comes from, never the value.
+package secret
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Secret is one credential. Exactly one field is set.
+type Secret struct {
+	File       string `koanf:"file"`
+	Env        string `koanf:"env"`
+	Credential string `koanf:"credential"`
+	Value      string `koanf:"value"`
+}
+
+// Forms lists how a secret can be given, for error messages.
+const Forms = "{file: PATH}, {env: NAME}, {credential: NAME} (systemd LoadCredential=) or {value: ...}"
+
+// IsZero reports whether no form is set.
+func (s Secret) IsZero() bool { return s == Secret{} }
+
+// IsInline reports whether the value sits in the config itself.
+func (s Secret) IsInline() bool { return s.Value != "" }
+
+func (s Secret) set() int {
+	n := 0
+	for _, v := range []string{s.File, s.Env, s.Credential, s.Value} {
+		if v != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// Source describes where the value comes from, safe to print.
+func (s Secret) Source() string {
+	switch {
+	case s.set() != 1:
+		return "unset"
+	case s.File != "":
+		return "file " + s.File
+	case s.Env != "":
+		return "environment variable " + s.Env
+	case s.Credential != "":
+		return "systemd credential " + s.Credential
+	default:
+		return "inline value"
+	}
+}
+
+// Check verifies the form and that the value can be read now, without
+// returning it. The error never contains the value.
+func (s Secret) Check() error {
+	switch s.set() {
+	case 0:
+		return fmt.Errorf("not set; give it as %s", Forms)
+	case 1:
+	default:
+		return fmt.Errorf("set in more than one way; give exactly one of %s", Forms)
+	}
+	_, err := s.Reveal()
+	return err
+}
+
+// Reveal reads the value now, so a rotated file or credential is picked up
+// without a restart. Surrounding whitespace (a trailing newline) is dropped.
+func (s Secret) Reveal() (string, error) {
+	var raw string
+	switch {
+	case s.set() != 1:
+		return "", fmt.Errorf("secret not set correctly; give exactly one of %s", Forms)
+	case s.File != "":
+		b, err := os.ReadFile(s.File)
+		if err != nil {
+			return "", fmt.Errorf("reading secret file: %w", pathError(err))
+		}
+		raw = string(b)
+	case s.Env != "":
+		v, ok := os.LookupEnv(s.Env)
+		if !ok {
+			return "", fmt.Errorf("environment variable %s is not set", s.Env)
+		}
+		raw = v
+	case s.Credential != "":
+		dir := os.Getenv("CREDENTIALS_DIRECTORY")
+		if dir == "" {
+			return "", fmt.Errorf("systemd credential %s: $CREDENTIALS_DIRECTORY is not set; run polyccm from a unit with LoadCredential=%s:PATH, or use {file: PATH}", s.Credential, s.Credential)
+		}
+		if strings.ContainsRune(s.Credential, '/') {
+			return "", fmt.Errorf("systemd credential name %q must not contain '/'", s.Credential)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, s.Credential))
+		if err != nil {
+			return "", fmt.Errorf("systemd credential %s: %w", s.Credential, pathError(err))
+		}
+		raw = string(b)
+	default:
+		raw = s.Value
+	}
+	v := strings.TrimSpace(raw)
+	if v == "" {
+		return "", fmt.Errorf("%s is empty", s.Source())
+	}
+	return v, nil
+}
+
+// pathError keeps the path and the reason, dropping nothing secret (os
+// errors never include file contents).
+func pathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
+	}
+	return err
+}
+
+// String never prints the value.
+func (s Secret) String() string { return "<secret from " + s.Source() + ">" }
+
+// GoString keeps %#v from printing the value.
+func (s Secret) GoString() string { return s.String() }
+
+// Redacted is the Secret as `polyccm config show` prints it: references as
+// they are, an inline value replaced.
+func (s Secret) Redacted() map[string]string {
+	m := map[string]string{}
+	if s.File != "" {
+		m["file"] = s.File
+	}
+	if s.Env != "" {
+		m["env"] = s.Env
+	}
+	if s.Credential != "" {
+		m["credential"] = s.Credential
+	}
+	if s.Value != "" {
+		m["value"] = "<redacted>"
+	}
+	return m
+}
+
+// MarshalJSON keeps JSON dumps (and structured logs) from printing the value.
+func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(s.Redacted()) }
+
+// MarshalYAML does the same for YAML.
+func (s Secret) MarshalYAML() (any, error) { return s.Redacted(), nil }
+
+// FromMap builds a Secret from a decoded config mapping. Errors name the
+// offending sub-key but never echo a value. Unknown sub-keys are left to the
+// caller's key check, which reports them with their full path.
+func FromMap(m map[string]any) (Secret, error) {
+	var s Secret
+	var errs []error
+	for k, v := range m {
+		str, ok := v.(string)
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: must be a string", k))
+			continue
+		}
+		switch k {
+		case "file":
+			s.File = str
+		case "env":
+			s.Env = str
+		case "credential":
+			s.Credential = str
+		case "value":
+			s.Value = str
+		}
+	}
+	if len(errs) > 0 {
+		return Secret{}, errors.Join(errs...)
+	}
+	return s, nil
+}

@@ -1,0 +1,162 @@
+// Package batch coalesces many concurrent single-key lookups into a few
+// multi-key calls. The upstream node controllers ask about one node at a
+// time from many workers; a Batcher turns N such questions arriving together
+// into about N/MaxSize calls to the cloud.
+package batch
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Fetch resolves keys in one call. The returned slice is aligned with keys.
+// An error fails every key of the call.
+type Fetch[K comparable, V any] func(ctx context.Context, keys []K) ([]V, error)
+
+// Options shape batching.
+type Options struct {
+	// Window is how long a batch stays open for more keys after its first
+	// key arrived. Longer windows mean bigger batches and more latency.
+	Window time.Duration
+	// MaxSize closes a batch early once it holds this many keys.
+	MaxSize int
+	// Timeout bounds one Fetch (its context is not any caller's, because
+	// a batch serves many callers).
+	Timeout time.Duration
+	// MaxInFlight bounds concurrent Fetch calls; further batches wait and
+	// meanwhile keep filling. 0 means 4.
+	MaxInFlight int
+	// Observe, if set, is told the size of each batch sent.
+	Observe func(size int)
+}
+
+// Batcher coalesces lookups. It is safe for concurrent use.
+type Batcher[K comparable, V any] struct {
+	fetch Fetch[K, V]
+	o     Options
+	sem   chan struct{}
+
+	mu       sync.Mutex
+	open     *round[K, V]         // collecting keys
+	inflight map[K]*round[K, V] // keys being fetched, so repeats join
+}
+
+type round[K comparable, V any] struct {
+	keys   []K
+	index  map[K]int
+	timer  *time.Timer
+	done   chan struct{}
+	values []V
+	err    error
+}
+
+// New returns a Batcher calling fetch.
+func New[K comparable, V any](fetch Fetch[K, V], o Options) *Batcher[K, V] {
+	if o.MaxSize <= 0 {
+		o.MaxSize = 100
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = time.Minute
+	}
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = 4
+	}
+	return &Batcher[K, V]{
+		fetch:    fetch,
+		o:        o,
+		sem:      make(chan struct{}, o.MaxInFlight),
+		inflight: map[K]*round[K, V]{},
+	}
+}
+
+// errMisaligned reports a Fetch bug to every caller instead of panicking.
+var errMisaligned = errors.New("batch: fetch returned a result slice of the wrong length")
+
+// Get returns the value for key, sharing a Fetch with concurrent callers.
+func (b *Batcher[K, V]) Get(ctx context.Context, key K) (V, error) {
+	r, i := b.enqueue(key)
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		var zero V
+		return zero, ctx.Err()
+	}
+	if r.err != nil {
+		var zero V
+		return zero, r.err
+	}
+	return r.values[i], nil
+}
+
+func (b *Batcher[K, V]) enqueue(key K) (*round[K, V], int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if r, ok := b.inflight[key]; ok {
+		return r, r.index[key]
+	}
+	r := b.open
+	if r == nil {
+		r = &round[K, V]{index: map[K]int{}, done: make(chan struct{})}
+		b.open = r
+		if b.o.Window > 0 {
+			r.timer = time.AfterFunc(b.o.Window, func() { b.close(r) })
+		}
+	}
+	i, ok := r.index[key]
+	if !ok {
+		i = len(r.keys)
+		r.index[key] = i
+		r.keys = append(r.keys, key)
+	}
+	if len(r.keys) >= b.o.MaxSize || b.o.Window <= 0 {
+		b.closeLocked(r)
+	}
+	return r, i
+}
+
+func (b *Batcher[K, V]) close(r *round[K, V]) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closeLocked(r)
+}
+
+// closeLocked stops r taking keys and starts its fetch. b.mu is held.
+func (b *Batcher[K, V]) closeLocked(r *round[K, V]) {
+	if b.open != r {
+		return // already closed by the other trigger
+	}
+	b.open = nil
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	for _, k := range r.keys {
+		b.inflight[k] = r
+	}
+	go b.run(r)
+}
+
+func (b *Batcher[K, V]) run(r *round[K, V]) {
+	b.sem <- struct{}{}
+	defer func() { <-b.sem }()
+	if b.o.Observe != nil {
+		b.o.Observe(len(r.keys))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), b.o.Timeout)
+	values, err := b.fetch(ctx, r.keys)
+	cancel()
+	if err == nil && len(values) != len(r.keys) {
+		err = errMisaligned
+	}
+	r.values, r.err = values, err
+
+	b.mu.Lock()
+	for _, k := range r.keys {
+		if b.inflight[k] == r {
+			delete(b.inflight, k)
+		}
+	}
+	b.mu.Unlock()
+	close(r.done)
+}

@@ -1,0 +1,172 @@
+// Package driver is the registry of cloud drivers compiled into polyccm.
+//
+// A driver package registers itself in init(); which driver packages are
+// linked in is decided by build tags on the shims in drivers/all. The config
+// file names one driver; the runner looks it up here, decodes the driver's
+// config subtree into the struct NewConfig returns, and calls New.
+package driver
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/polyccm/polyccm/core/cloudapi"
+)
+
+// Capability is a part of the cloud-controller contract a driver provides.
+type Capability string
+
+const (
+	// Instances: node initialization, shutdown and deletion. Every driver
+	// has it.
+	Instances Capability = "instances"
+	// LoadBalancers: Services of type LoadBalancer.
+	LoadBalancers Capability = "loadBalancers"
+	// Routes: pod CIDR routes in the cloud network.
+	Routes Capability = "routes"
+)
+
+// Driver describes one cloud driver.
+type Driver struct {
+	// Name is what the config's `driver` key selects, and the build tag
+	// suffix (drivers.<name>). Lower-case letters and digits.
+	Name string
+	// NewConfig returns a pointer to a new config struct with defaults
+	// filled in. The config file's drivers.<name> subtree is decoded into
+	// it strictly (koanf tags), then Validate is called if it has one.
+	NewConfig func() any
+	// New builds the cloud from the decoded config. It must not call the
+	// cloud: polyccm starts even while the cloud API is unreachable.
+	New func(cfg any, deps Deps) (Cloud, error)
+	// Capabilities lists what the cloud from New provides, so config
+	// validation can reject, say, routes on a cloud without them.
+	Capabilities []Capability
+	// Classify maps this cloud's SDK errors onto cloudapi kinds; every
+	// call the driver makes is retried, counted and judged by it.
+	Classify cloudapi.Classifier
+	// CredentialsHint says what to check when the cloud rejects our
+	// credentials, e.g. "the token at drivers.digitalocean.token".
+	CredentialsHint string
+}
+
+// Has reports whether the driver declares capability c.
+func (d Driver) Has(c Capability) bool {
+	for _, x := range d.Capabilities {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+var nameRE = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
+
+// Registry holds drivers by name. Tests make their own with NewRegistry;
+// drivers register into the process-wide one with Register.
+type Registry struct {
+	mu      sync.RWMutex
+	drivers map[string]Driver
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{drivers: map[string]Driver{}} }
+
+// Register adds d. It panics on an invalid name, a missing constructor or a
+// duplicate name: these are programming errors found at init.
+func (r *Registry) Register(d Driver) {
+	if !nameRE.MatchString(d.Name) {
+		panic(fmt.Sprintf("driver: invalid driver name %q (want lower-case letters and digits)", d.Name))
+	}
+	if d.NewConfig == nil {
+		panic(fmt.Sprintf("driver: %s registered with a nil NewConfig", d.Name))
+	}
+	if d.New == nil {
+		panic(fmt.Sprintf("driver: %s registered with a nil New", d.Name))
+	}
+	if d.Classify == nil {
+		panic(fmt.Sprintf("driver: %s registered with a nil Classify", d.Name))
+	}
+	if !d.Has(Instances) {
+		panic(fmt.Sprintf("driver: %s must declare the %s capability", d.Name, Instances))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.drivers[d.Name]; dup {
+		panic(fmt.Sprintf("driver: %s registered twice", d.Name))
+	}
+	r.drivers[d.Name] = d
+}
+
+// Names returns the registered driver names, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	names := make([]string, 0, len(r.drivers))
+	for n := range r.drivers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Lookup returns the driver called name.
+func (r *Registry) Lookup(name string) (Driver, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	d, ok := r.drivers[name]
+	return d, ok
+}
+
+// Get is Lookup with an error that tells the operator what to do.
+func (r *Registry) Get(name string) (Driver, error) {
+	if d, ok := r.Lookup(name); ok {
+		return d, nil
+	}
+	return Driver{}, r.NotCompiled(name)
+}
+
+// NotCompiled is the error for asking this registry for a driver it lacks.
+func (r *Registry) NotCompiled(name string) error {
+	return &NotCompiledError{Name: name, Have: r.Names()}
+}
+
+// NotCompiledError says a driver is not in this binary, which ones are, and
+// how to build one that has it.
+type NotCompiledError struct {
+	Name string
+	Have []string
+}
+
+func (e *NotCompiledError) Error() string {
+	have := "none"
+	if len(e.Have) > 0 {
+		have = strings.Join(e.Have, ", ")
+	}
+	if !nameRE.MatchString(e.Name) {
+		return fmt.Sprintf("there is no driver %q; this binary has: %s", e.Name, have)
+	}
+	want := append([]string{e.Name}, e.Have...)
+	sort.Strings(want)
+	return fmt.Sprintf("driver %q is not compiled into this binary; it has: %s. Rebuild with `make build DRIVERS=%s` (go build -tags %s)",
+		e.Name, have, strings.Join(want, ","), BuildTags(want))
+}
+
+// BuildTags returns the -tags value that compiles exactly the named drivers.
+func BuildTags(names []string) string {
+	tags := []string{"custom"}
+	for _, n := range names {
+		tags = append(tags, "drivers."+n)
+	}
+	return strings.Join(tags, ",")
+}
+
+var global = NewRegistry()
+
+// Register adds a driver to the process-wide registry; call it from init.
+func Register(d Driver) { global.Register(d) }
+
+// Default is the process-wide registry the compiled-in drivers joined.
+func Default() *Registry { return global }

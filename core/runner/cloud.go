@@ -1,0 +1,67 @@
+package runner
+
+import (
+	"fmt"
+
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/polyccm/polyccm/core/driver"
+	"github.com/polyccm/polyccm/core/instances"
+)
+
+// cloud is the cloudprovider.Interface the upstream controllers see: core's
+// batched instances plus whatever else the driver provides.
+type cloud struct {
+	name      string
+	instances *instances.Instances
+	lb        cloudprovider.LoadBalancer
+	routes    cloudprovider.Routes
+}
+
+var _ cloudprovider.Interface = (*cloud)(nil)
+
+// assemble checks the driver's cloud against its declared capabilities and
+// wraps it.
+func assemble(d driver.Driver, dc driver.Cloud, o instances.Options) (*cloud, error) {
+	src := dc.Instances()
+	if src == nil {
+		return nil, fmt.Errorf("driver %s returned no instance source", d.Name)
+	}
+	c := &cloud{name: d.Name, instances: instances.New(src, o)}
+	if lbc, ok := dc.(driver.LoadBalancerCloud); ok {
+		c.lb = lbc.LoadBalancer()
+	}
+	if rc, ok := dc.(driver.RouteCloud); ok {
+		c.routes = rc.Routes()
+	}
+	if d.Has(driver.LoadBalancers) != (c.lb != nil) {
+		return nil, fmt.Errorf("driver %s: declared load balancer support (%v) does not match its cloud", d.Name, d.Has(driver.LoadBalancers))
+	}
+	if d.Has(driver.Routes) != (c.routes != nil) {
+		return nil, fmt.Errorf("driver %s: declared route support (%v) does not match its cloud", d.Name, d.Has(driver.Routes))
+	}
+	return c, nil
+}
+
+// Initialize is a no-op: the driver was built with everything it needs
+// before the controllers started.
+func (c *cloud) Initialize(cloudprovider.ControllerClientBuilder, <-chan struct{}) {}
+
+func (c *cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return c.lb, c.lb != nil }
+
+// Instances is the legacy interface; InstancesV2 replaces it.
+func (c *cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }
+
+func (c *cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return c.instances, true }
+
+// Zones is deprecated upstream; InstanceMetadata carries zone and region.
+func (c *cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
+
+func (c *cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
+
+func (c *cloud) Routes() (cloudprovider.Routes, bool) { return c.routes, c.routes != nil }
+
+func (c *cloud) ProviderName() string { return c.name }
+
+// HasClusterID is true: every polyccm config has a clusterName.
+func (c *cloud) HasClusterID() bool { return true }

@@ -1,0 +1,105 @@
+package runner
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cloud-provider/names"
+	"k8s.io/cloud-provider/options"
+
+	"github.com/polyccm/polyccm/config"
+	"github.com/polyccm/polyccm/core/driver"
+)
+
+// controllerPlan is which upstream controllers run, and why others don't.
+type controllerPlan struct {
+	enabled []string
+	skipped map[string]string // controller -> reason
+}
+
+// planControllers maps the config's switches onto upstream controller
+// names, dropping ones the driver cannot back (config validation already
+// rejected explicit requests for those).
+func planControllers(c *config.Config, d driver.Driver) controllerPlan {
+	p := controllerPlan{skipped: map[string]string{}}
+	add := func(on bool, name string, need driver.Capability) {
+		switch {
+		case !on:
+			p.skipped[name] = "turned off in the config"
+		case need != "" && !d.Has(need):
+			p.skipped[name] = "driver " + d.Name + " has no " + string(need)
+		default:
+			p.enabled = append(p.enabled, name)
+		}
+	}
+	add(c.Controllers.Nodes, names.CloudNodeController, "")
+	add(c.Controllers.NodeLifecycle, names.CloudNodeLifecycleController, "")
+	add(c.Controllers.Services, names.ServiceLBController, driver.LoadBalancers)
+	add(c.Controllers.Routes, names.NodeRouteController, driver.Routes)
+	return p
+}
+
+// ccmOptions translates polyccm's config into the upstream controller
+// manager's options, as if every value had been given as a flag.
+func ccmOptions(c *config.Config, plan controllerPlan) (*options.CloudControllerManagerOptions, error) {
+	o, err := options.NewCloudControllerManagerOptions()
+	if err != nil {
+		return nil, err
+	}
+	dur := func(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
+
+	o.KubeCloudShared.CloudProvider.Name = c.Driver
+	o.KubeCloudShared.ClusterName = c.ClusterName
+	o.KubeCloudShared.AllowUntaggedCloud = true
+	o.KubeCloudShared.ConfigureCloudRoutes = c.Controllers.Routes
+	o.KubeCloudShared.ClusterCIDR = c.Routes.ClusterCIDR
+	o.KubeCloudShared.RouteReconciliationPeriod = dur(c.Routes.ReconcilePeriod)
+	// Controllers get clients with their own identities only when running
+	// with service-account tokens; polyccm runs as one identity whose
+	// permissions packaging/kubernetes/rbac.yaml grants.
+	o.KubeCloudShared.UseServiceAccountCredentials = false
+
+	o.Generic.Controllers = plan.enabled
+	if len(plan.enabled) == 0 {
+		// "" would mean the defaults (all); "-name" for each means none.
+		for name := range plan.skipped {
+			o.Generic.Controllers = append(o.Generic.Controllers, "-"+name)
+		}
+	}
+	o.Generic.ClientConnection.Kubeconfig = c.Kubeconfig
+	o.Generic.ClientConnection.QPS = float32(c.KubeAPI.QPS)
+	o.Generic.ClientConnection.Burst = int32(c.KubeAPI.Burst)
+	o.Generic.Debugging.EnableProfiling = false
+
+	le := &o.Generic.LeaderElection
+	le.LeaderElect = c.LeaderElection.Enabled
+	le.ResourceLock = "leases"
+	le.ResourceNamespace = c.LeaderElection.Namespace
+	le.ResourceName = c.LeaderElection.LeaseName
+	le.LeaseDuration = dur(c.LeaderElection.LeaseDuration)
+	le.RenewDeadline = dur(c.LeaderElection.RenewDeadline)
+	le.RetryPeriod = dur(c.LeaderElection.RetryPeriod)
+
+	o.NodeController.ConcurrentNodeSyncs = int32(c.Nodes.ConcurrentSyncs)
+	o.NodeController.ConcurrentNodeStatusUpdates = int32(c.Nodes.ConcurrentStatusUpdates)
+	o.NodeStatusUpdateFrequency = dur(c.Nodes.StatusUpdateFrequency)
+	o.NodeLifecycleController.NodeMonitorPeriod = dur(c.Nodes.MonitorPeriod)
+	o.NodeLifecycleController.ConcurrentNodeLifecycleSyncs = int32(c.Nodes.ConcurrentLifecycleSyncs)
+	o.ServiceController.ConcurrentServiceSyncs = int32(c.Services.ConcurrentSyncs)
+
+	o.SecureServing.BindAddress = parseIP(c.Serving.BindAddress)
+	o.SecureServing.BindPort = c.Serving.SecurePort
+	o.SecureServing.ServerCert.CertKey.CertFile = c.Serving.CertFile
+	o.SecureServing.ServerCert.CertKey.KeyFile = c.Serving.KeyFile
+	o.SecureServing.ServerCert.PairName = "polyccm"
+
+	// Delegated authn/authz of /metrics uses the same identity as the
+	// controllers (empty: in-cluster credentials).
+	o.Authentication.RemoteKubeConfigFile = c.Kubeconfig
+	o.Authorization.RemoteKubeConfigFile = c.Kubeconfig
+
+	// No webhooks: they would bind another port.
+	o.Webhook = nil
+	o.WebhookServing = nil
+	return o, nil
+}
