@@ -39,6 +39,12 @@ var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
 // process for it. tweak may adjust the config settings.
 func newDOEnv(t *testing.T, droplets []fakedo.Droplet, tweak func(*harness.Settings)) *doEnv {
 	t.Helper()
+	return newDOEnvWith(t, droplets, tweak, nil)
+}
+
+// newDOEnvWith is newDOEnv with extra environment variables for polyccm.
+func newDOEnvWith(t *testing.T, droplets []fakedo.Droplet, tweak func(*harness.Settings), env []string) *doEnv {
+	t.Helper()
 	e := &doEnv{t: t, token: "dop_v1_" + strings.Repeat("e2e0", 12)}
 	e.prefix = strings.Trim(nonName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
 	if len(e.prefix) > 40 {
@@ -75,7 +81,7 @@ func newDOEnv(t *testing.T, droplets []fakedo.Droplet, tweak func(*harness.Setti
 	if tweak != nil {
 		tweak(&s)
 	}
-	e.ccm, err = harness.StartCCM(harness.CCMOptions{Bin: polyccmBin, Dir: e.dir, Config: s.Config(), Port: port})
+	e.ccm, err = harness.StartCCM(harness.CCMOptions{Bin: polyccmBin, Dir: e.dir, Config: s.Config(), Port: port, Env: env})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,10 +28,22 @@ import (
 // one (the Makefile passes bin/polyccm).
 const EnvPolyccmBin = "CCMTEST_POLYCCM_BIN"
 
-// RepoRoot is the directory holding go.mod.
+// RepoRoot is the directory holding polyccm's go.mod, found upwards from
+// the working directory (go test runs in the package directory, make in the
+// root). Source paths are no help: builds use -trimpath.
 func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	dir, err := os.Getwd()
+	if err != nil {
+		panic(err)
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && bytes.HasPrefix(b, []byte("module github.com/polyccm/polyccm\n")) {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			panic("harness: not inside the polyccm repository (no go.mod for github.com/polyccm/polyccm above " + dir + ")")
+		}
+	}
 }
 
 // BuildPolyccm builds ./cmd/polyccm into out, with only the named drivers
