@@ -133,6 +133,19 @@ func (s *schema) suggest(key string) string {
 	return joinKey(group, best)
 }
 
+// envPath turns an environment variable's dotted path into the form
+// suggest expects: the longest prefix naming a known group in its canonical
+// spelling (so a typo is matched among that group's keys), the rest folded.
+func (s *schema) envPath(path string) string {
+	parts := strings.Split(path, ".")
+	for i := len(parts) - 1; i > 0; i-- {
+		if g, ok := s.folded[fold(strings.Join(parts[:i], "."))]; ok && s.groups[g] {
+			return g + "." + fold(strings.Join(parts[i:], "."))
+		}
+	}
+	return fold(path)
+}
+
 // distance is the Levenshtein edit distance, for "did you mean".
 func distance(a, b string) int {
 	prev := make([]int, len(b)+1)

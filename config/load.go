@@ -77,6 +77,7 @@ func (l *loader) load() (*Config, []string, error) {
 	l.validate(cfg)
 	l.checkSecrets(cfg)
 
+	sort.Strings(l.warnings)
 	if err := l.probs.err(); err != nil {
 		return nil, l.warnings, err
 	}
@@ -120,7 +121,7 @@ func (l *loader) readEnv() {
 		key, ok := l.sch.folded[fold(path)]
 		if !ok {
 			msg := fmt.Sprintf("does not name a config key (levels are separated by __, e.g. %sNODES__CONCURRENTSYNCS)", EnvPrefix)
-			if s := l.sch.suggest(strings.ToLower(path)); s != "" {
+			if s := l.sch.suggest(l.sch.envPath(path)); s != "" {
 				msg += "; did you mean " + s + "?"
 			}
 			l.probs.add("environment variable "+name, "%s", msg)
@@ -177,6 +178,9 @@ func (l *loader) checkKeys() {
 			}
 		}
 		if l.sch.groups[key] {
+			if isEmpty(l.k.Get(key)) {
+				continue // `nodes:` or `nodes: {}` (every key commented out) sets nothing
+			}
 			if l.isSecret(key) {
 				l.probs.add(key, "give the secret as %s", secret.Forms)
 			} else {
@@ -192,6 +196,12 @@ func (l *loader) checkKeys() {
 		}
 		l.probs.add(key, "%s", msg)
 	}
+}
+
+// isEmpty reports a YAML null or an empty mapping.
+func isEmpty(v any) bool {
+	m, isMap := v.(map[string]any)
+	return v == nil || (isMap && len(m) == 0)
 }
 
 func (l *loader) withoutDrivers() *koanf.Koanf {
@@ -210,7 +220,7 @@ func (l *loader) decode(path string, k *koanf.Koanf, out any) {
 		DecodeHook: mapstructure.ComposeDecodeHookFunc(
 			secretHook,
 			durationHook,
-					mapstructure.TextUnmarshallerHookFunc(),
+			mapstructure.TextUnmarshallerHookFunc(),
 		),
 	}
 	err := k.UnmarshalWithConf(path, out, koanf.UnmarshalConf{Tag: "koanf", DecoderConfig: dc})

@@ -56,7 +56,8 @@ func node(v reflect.Value) *yaml.Node {
 		red := v.Interface().(secret.Secret).Redacted()
 		for _, k := range []string{"file", "env", "credential", "value"} {
 			if val, ok := red[k]; ok {
-				m.Content = append(m.Content, scalar(k), scalar(val))
+				// Tagged so a reference like "007" or "true" stays a string.
+				m.Content = append(m.Content, scalar(k), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: val})
 			}
 		}
 		return m
@@ -88,7 +89,9 @@ func node(v reflect.Value) *yaml.Node {
 	case reflect.Int, reflect.Int32, reflect.Int64:
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(v.Int(), 10)}
 	case reflect.Float32, reflect.Float64:
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!float", Value: strconv.FormatFloat(v.Float(), 'g', -1, 64)}
+		// Untagged: a whole number (qps: 50) would otherwise print as
+		// "!!float 50"; the decoder takes an integer for a float.
+		return scalar(strconv.FormatFloat(v.Float(), 'g', -1, 64))
 	}
 	return scalar(fmt.Sprint(v.Interface()))
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"net"
 	"os"
 	"regexp"
@@ -105,13 +106,13 @@ func (l *loader) validate(c *Config) {
 		}
 	}
 
-	if c.KubeAPI.QPS <= 0 {
+	if !(c.KubeAPI.QPS > 0) || math.IsInf(c.KubeAPI.QPS, 0) {
 		p.add("kubeAPI.qps", "must be more than 0, got %v", c.KubeAPI.QPS)
 	}
 	positive(p, "kubeAPI.burst", c.KubeAPI.Burst)
 
 	ca := c.CloudAPI
-	if ca.QPS <= 0 {
+	if !(ca.QPS > 0) || math.IsInf(ca.QPS, 0) {
 		p.add("cloudAPI.qps", "must be more than 0, got %v", ca.QPS)
 	}
 	positive(p, "cloudAPI.burst", ca.Burst)

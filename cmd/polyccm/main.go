@@ -84,6 +84,9 @@ environment variables; see ccm.example.yaml.`,
 		Use:   "config",
 		Short: "Check or print the configuration",
 		Args:  cobra.NoArgs,
+		// Runnable, so NoArgs rejects a mistyped subcommand (exit 1)
+		// instead of cobra printing help and exiting 0.
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	validateC := &cobra.Command{
 		Use:   "validate",

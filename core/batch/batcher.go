@@ -25,8 +25,9 @@ type Options struct {
 	// Timeout bounds one Fetch (its context is not any caller's, because
 	// a batch serves many callers).
 	Timeout time.Duration
-	// MaxInFlight bounds concurrent Fetch calls; further batches wait and
-	// meanwhile keep filling. 0 means 4.
+	// MaxInFlight bounds concurrent Fetch calls; further closed batches
+	// wait for a slot (repeats of their keys still join them) while new
+	// keys gather in the next open batch. 0 means 4.
 	MaxInFlight int
 	// Observe, if set, is told the size of each batch sent.
 	Observe func(size int)
@@ -39,7 +40,7 @@ type Batcher[K comparable, V any] struct {
 	sem   chan struct{}
 
 	mu       sync.Mutex
-	open     *round[K, V]         // collecting keys
+	open     *round[K, V]       // collecting keys
 	inflight map[K]*round[K, V] // keys being fetched, so repeats join
 }
 

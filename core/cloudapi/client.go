@@ -169,10 +169,14 @@ func (c *Client) classify(err error) Classification {
 // wait blocks until the shared hold-off has passed and the limiter admits
 // the call.
 func (c *Client) wait(ctx context.Context) error {
-	c.mu.Lock()
-	hold := time.Until(c.holdUntil)
-	c.mu.Unlock()
-	if hold > 0 {
+	// Loop: another throttled call may extend the hold-off while we sleep.
+	for {
+		c.mu.Lock()
+		hold := time.Until(c.holdUntil)
+		c.mu.Unlock()
+		if hold <= 0 {
+			break
+		}
 		if err := sleep(ctx, hold); err != nil {
 			return err
 		}
@@ -186,9 +190,7 @@ func (c *Client) holdOff(retryAfter time.Duration) {
 	if retryAfter <= 0 {
 		retryAfter = c.o.BaseBackoff
 	}
-	if retryAfter > time.Minute {
-		retryAfter = time.Minute
-	}
+	retryAfter = min(retryAfter, maxRetryAfter)
 	until := time.Now().Add(retryAfter)
 	c.mu.Lock()
 	if until.After(c.holdUntil) {
@@ -206,10 +208,14 @@ func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
 	// Full jitter between d/2 and d spreads retries of many callers.
 	d = d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 	if retryAfter > d {
-		d = retryAfter
+		d = min(retryAfter, maxRetryAfter)
 	}
 	return d
 }
+
+// maxRetryAfter caps what a cloud's Retry-After can make polyccm wait, so
+// a bogus header cannot stall it.
+const maxRetryAfter = time.Minute
 
 func (c *Client) setAuth(err *Error, op string) {
 	c.mu.Lock()

@@ -153,10 +153,11 @@ func ClassifyHTTPStatus(status int) Kind {
 	return KindUnknown
 }
 
-// ClassifyTransport recognises failures below the API: timeouts, refused or
-// reset connections. They are always ambiguous (KindUnavailable).
+// ClassifyTransport recognises failures below the API: timeouts, cancelled
+// requests, refused or reset connections. They are always ambiguous
+// (KindUnavailable).
 func ClassifyTransport(err error) (Kind, bool) {
-	if errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return KindUnavailable, true
 	}
 	var ne net.Error

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -103,6 +104,12 @@ func New(src Source, o Options) *Instances {
 func (in *Instances) fetch(ctx context.Context, keys []Key) ([]Result, error) {
 	ans, err := in.src.LookupInstances(ctx, keys)
 	if err != nil {
+		if IsNotFound(err) {
+			// A batch error is ambiguous for every key (see Source) even
+			// when it says "not found" (say, a listing that 404ed): drop
+			// the kind so no Node is deleted on it.
+			return nil, fmt.Errorf("driver %s failed a batch of %d instance lookups: %v", in.driver, len(keys), err)
+		}
 		return nil, err
 	}
 	if len(ans.Results) != len(keys) {
@@ -112,7 +119,13 @@ func (in *Instances) fetch(ctx context.Context, keys []Key) ([]Result, error) {
 	for i := range ans.Seen {
 		in.cache.putInstance(&ans.Seen[i], now)
 	}
-	for i, r := range ans.Results {
+	for i := range ans.Results {
+		r := &ans.Results[i]
+		if r.Err != nil && IsNotFound(r.Err) {
+			// A per-key not-found is as definitive as a nil instance;
+			// one form keeps every caller consistent.
+			r.Instance, r.Err = nil, nil
+		}
 		if r.Err != nil {
 			continue
 		}
@@ -153,9 +166,6 @@ func (in *Instances) lookupNode(ctx context.Context, node *v1.Node) (*Instance, 
 func (in *Instances) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
 	inst, err := in.lookupNode(ctx, node)
 	if err != nil {
-		if cloudapi.IsNotFound(err) {
-			return false, nil
-		}
 		return false, err
 	}
 	return inst != nil, nil
@@ -188,7 +198,7 @@ func (in *Instances) InstanceMetadata(ctx context.Context, node *v1.Node) (*clou
 		NodeAddresses:    append([]v1.NodeAddress(nil), inst.Addresses...),
 		Zone:             inst.Zone,
 		Region:           inst.Region,
-		AdditionalLabels: inst.Labels,
+		AdditionalLabels: maps.Clone(inst.Labels),
 	}, nil
 }
 

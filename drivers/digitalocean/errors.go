@@ -22,7 +22,7 @@ func classify(err error) cloudapi.Classification {
 	if errors.As(err, &er) && er.Response != nil {
 		st := er.Response.StatusCode
 		cl := cloudapi.Classification{Kind: cloudapi.ClassifyHTTPStatus(st), Status: st}
-		if st == http.StatusTooManyRequests {
+		if st == http.StatusTooManyRequests || st == http.StatusServiceUnavailable {
 			cl.RetryAfter = retryAfter(er.Response.Header)
 		}
 		return cl

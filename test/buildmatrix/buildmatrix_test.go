@@ -52,8 +52,14 @@ func makeBuild(t *testing.T, drivers string) string {
 func runIn(dir, name string, args ...string) (string, error) {
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
-	// CGO off as in every polyccm build, so the build cache is shared.
-	cmd.Env = append(harness.CleanEnv(), "CGO_ENABLED=0")
+	// CGO off as in every polyccm build, so the build cache is shared; no
+	// MAKEFLAGS from an outer `make test`, which would change make's output.
+	for _, kv := range harness.CleanEnv() {
+		if !strings.HasPrefix(kv, "MAKEFLAGS=") && !strings.HasPrefix(kv, "MFLAGS=") && !strings.HasPrefix(kv, "MAKELEVEL=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "CGO_ENABLED=0")
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	err := cmd.Run()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -134,8 +135,17 @@ func TestAdminListsNamespaces(t *testing.T) {
 	if _, err := cs.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{}); err != nil {
 		t.Errorf("admin kubeconfig: listing secrets: %v", err)
 	}
-	// The kubernetes Service got the first address of the range.
-	svc, err := c.Admin.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	// The kubernetes Service got the first address of the range. The
+	// apiserver's bootstrap controller creates it shortly after readyz.
+	var svc *corev1.Service
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		svc, err = c.Admin.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err == nil || !apierrors.IsNotFound(err) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

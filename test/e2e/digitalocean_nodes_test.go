@@ -13,8 +13,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/polyccm/polyccm/test/fakecloud/faults"
 	fakedo "github.com/polyccm/polyccm/test/fakecloud/digitalocean"
+	"github.com/polyccm/polyccm/test/fakecloud/faults"
 	"github.com/polyccm/polyccm/test/harness"
 )
 

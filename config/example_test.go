@@ -1,0 +1,197 @@
+package config_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/polyccm/polyccm/config"
+	"github.com/polyccm/polyccm/config/secret"
+	"github.com/polyccm/polyccm/core/driver"
+	_ "github.com/polyccm/polyccm/drivers/all" // the example selects a real driver
+	"github.com/polyccm/polyccm/drivers/digitalocean"
+)
+
+const examplePath = "../ccm.example.yaml"
+
+// The two files the example refers to, which exist only on a real host.
+const (
+	exampleKubeconfig = "/etc/polyccm/kubeconfig"
+	exampleTokenFile  = "/etc/polyccm/digitalocean-token"
+)
+
+// exampleEnv points the example's two file references at temp files.
+func exampleEnv(t *testing.T) (env []string, kubeconfig, token string) {
+	t.Helper()
+	dir := t.TempDir()
+	kubeconfig, token = filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "token")
+	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(token, []byte("dop_v1_example\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{
+		"POLYCCM_KUBECONFIG=" + kubeconfig,
+		"POLYCCM_DRIVERS__DIGITALOCEAN__TOKEN__FILE=" + token,
+	}, kubeconfig, token
+}
+
+func TestExampleLoads(t *testing.T) {
+	env, kubeconfig, token := exampleEnv(t)
+	cfg, warnings, err := config.Load(config.Source{Path: examplePath, Environ: env})
+	if err != nil {
+		t.Fatalf("the example does not load:\n%v", err)
+	}
+	if len(warnings) != 0 {
+		t.Errorf("warnings: %q", warnings)
+	}
+
+	// The example shows every key with its default, except the two paths
+	// and the driver it has to choose.
+	want := config.Defaults()
+	want.File = examplePath
+	want.Driver = "digitalocean"
+	want.Kubeconfig = kubeconfig
+	d, _ := driver.Default().Lookup("digitalocean")
+	dc := d.NewConfig().(*digitalocean.Config)
+	dc.Token = secret.Secret{File: token}
+	want.Drivers = map[string]any{"digitalocean": dc}
+	// controllers.services must be what the example's driver supports (an
+	// explicit true is an error without load balancers), so it alone may
+	// differ from the default.
+	want.Controllers.Services = cfg.Controllers.Services
+	if !reflect.DeepEqual(cfg, want) {
+		t.Errorf("the example's values are not the defaults:\ngot  %+v\nwant %+v", cfg, want)
+	}
+}
+
+func TestExampleProblemsAreOnlyTheHostPaths(t *testing.T) {
+	for _, p := range []string{exampleKubeconfig, exampleTokenFile} {
+		if _, err := os.Stat(p); err == nil {
+			t.Skipf("%s exists on this host", p)
+		}
+	}
+	_, _, err := config.Load(config.Source{Path: examplePath, Environ: []string{}})
+	var ps *config.Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("error = %v, want *config.Problems", err)
+	}
+	var keys []string
+	for _, p := range ps.List {
+		keys = append(keys, p.Key)
+	}
+	sort.Strings(keys)
+	if want := []string{"drivers.digitalocean.token", "kubeconfig"}; !reflect.DeepEqual(keys, want) {
+		t.Errorf("problem keys = %q, want %q:\n%v", keys, want, err)
+	}
+}
+
+// flatten collects the dotted paths of every leaf of a decoded YAML
+// mapping (a nested mapping's path is not itself a leaf).
+func flatten(prefix string, m map[string]any, out map[string]bool) {
+	for k, v := range m {
+		p := k
+		if prefix != "" {
+			p = prefix + "." + k
+		}
+		if sub, ok := v.(map[string]any); ok {
+			flatten(p, sub, out)
+			continue
+		}
+		out[p] = true
+	}
+}
+
+func TestExampleDocumentsEveryKey(t *testing.T) {
+	raw, err := os.ReadFile(examplePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	present := map[string]bool{}
+	flatten("", doc, present)
+
+	drivers, _ := doc["drivers"].(map[string]any)
+	if len(drivers) == 0 {
+		t.Fatal("the example has no drivers section")
+	}
+	var names []string
+	for n := range drivers {
+		names = append(names, n)
+	}
+	leaves, err := config.SchemaLeaves(driver.Default(), names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(leaves) < 30 {
+		t.Fatalf("schema has only %d leaves; the walk is broken", len(leaves))
+	}
+	for _, leaf := range leaves {
+		// A secret is shown in one form ({file:}); the others are
+		// alternatives the header documents.
+		if i := strings.LastIndexByte(leaf, '.'); i > 0 {
+			switch leaf[i+1:] {
+			case "env", "credential", "value":
+				if slices.Contains(leaves, leaf[:i]+".file") {
+					continue
+				}
+			}
+		}
+		if !present[leaf] {
+			t.Errorf("the example does not show %s", leaf)
+		}
+	}
+}
+
+var keyLine = regexp.MustCompile(`^\s*([A-Za-z][A-Za-z0-9]*):(\s|$)`)
+
+func TestExampleKeysAreCommented(t *testing.T) {
+	raw, err := os.ReadFile(examplePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(raw), "\n")
+	var missing []string
+	parents := map[int]string{} // indent -> key, for naming nested keys
+	for i, line := range lines {
+		m := keyLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		indent := len(line) - len(strings.TrimLeft(line, " "))
+		parents[indent] = m[1]
+		name := m[1]
+		for in := indent - 2; in >= 0; in -= 2 {
+			name = parents[in] + "." + name
+		}
+		if strings.Contains(line, " #") {
+			continue
+		}
+		prev := ""
+		for j := i - 1; j >= 0; j-- {
+			if s := strings.TrimSpace(lines[j]); s != "" {
+				prev = s
+				break
+			}
+		}
+		if !strings.HasPrefix(prev, "#") {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("%d keys in %s have no comment above them or at the end of the line:\n  %s",
+			len(missing), examplePath, strings.Join(missing, "\n  "))
+	}
+}
