@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/polyccm/polyccm/config/secret"
+	"github.com/polyccm/polyccm/core/suggest"
 )
 
 var (
@@ -120,13 +121,7 @@ func (s *schema) suggest(key string) string {
 		rest = key
 	}
 	name, _, _ := strings.Cut(rest, ".")
-	best, bestD := "", 4
-	for _, c := range s.children(group) {
-		d := distance(strings.ToLower(name), strings.ToLower(c))
-		if d < bestD {
-			best, bestD = c, d
-		}
-	}
+	best := suggest.Closest(name, s.children(group), 3)
 	if best == "" {
 		return ""
 	}
@@ -144,27 +139,6 @@ func (s *schema) envPath(path string) string {
 		}
 	}
 	return fold(path)
-}
-
-// distance is the Levenshtein edit distance, for "did you mean".
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // envValue converts an environment string to the leaf's type, so an

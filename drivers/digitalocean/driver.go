@@ -30,21 +30,28 @@ const DefaultAPIURL = "https://api.digitalocean.com/"
 
 // Config is the drivers.digitalocean subtree.
 type Config struct {
-	// Token is an API token with read access to droplets.
+	// Token is an API token with read access to droplets and write access
+	// to load balancers.
 	Token secret.Secret `koanf:"token"`
 	// APIURL overrides the API endpoint (a proxy, or a test double).
 	APIURL string `koanf:"apiURL"`
 	// VPCID is the VPC the cluster's droplets and load balancers live in.
 	VPCID string `koanf:"vpcID"`
+	// Region places load balancers when no node carries a region label
+	// yet; normally the nodes' region is used.
+	Region string `koanf:"region"`
 }
 
-var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+var (
+	uuidRE   = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+	regionRE = regexp.MustCompile(`^[a-z]{3}[0-9]$`)
+)
 
 // Validate checks the subtree; keys are relative to drivers.digitalocean.
 func (c *Config) Validate() error {
 	var errs []error
 	if c.Token.IsZero() {
-		errs = append(errs, config.Problem{Key: "token", Msg: "required: a DigitalOcean API token with read access to droplets, given as " + secret.Forms})
+		errs = append(errs, config.Problem{Key: "token", Msg: "required: a DigitalOcean API token (read droplets, manage load balancers), given as " + secret.Forms})
 	}
 	u, err := url.Parse(c.APIURL)
 	switch {
@@ -52,6 +59,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, config.Problem{Key: "apiURL", Msg: fmt.Sprintf("not a URL: %v", err)})
 	case (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
 		errs = append(errs, config.Problem{Key: "apiURL", Msg: fmt.Sprintf("%q must be an absolute http(s) URL like %s", c.APIURL, DefaultAPIURL)})
+	}
+	if c.Region != "" && !regionRE.MatchString(c.Region) {
+		errs = append(errs, config.Problem{Key: "region", Msg: fmt.Sprintf("%q is not a region slug (like fra1 or nyc3)", c.Region)})
 	}
 	if c.VPCID != "" && !uuidRE.MatchString(c.VPCID) {
 		errs = append(errs, config.Problem{Key: "vpcID", Msg: fmt.Sprintf("%q is not a VPC UUID (like 5a4981aa-9653-4bd1-bef5-d6bff52042e4)", c.VPCID)})
@@ -64,9 +74,9 @@ func init() {
 		Name:            Name,
 		NewConfig:       func() any { return &Config{APIURL: DefaultAPIURL} },
 		New:             New,
-		Capabilities:    []driver.Capability{driver.Instances},
+		Capabilities:    []driver.Capability{driver.Instances, driver.LoadBalancers},
 		Classify:        classify,
-		CredentialsHint: "the API token at drivers.digitalocean.token (it needs read access to droplets)",
+		CredentialsHint: "the API token at drivers.digitalocean.token (it needs read access to droplets and write access to load balancers)",
 	})
 }
 
@@ -75,6 +85,7 @@ type Cloud struct {
 	client *godo.Client
 	api    *cloudapi.Client
 	cfg    Config
+	lbs    *loadBalancers
 
 	// lastTotal is the droplet count from the latest listing; it tells
 	// whether a few GETs are cheaper than a full listing.
@@ -98,7 +109,9 @@ func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
 	if err != nil {
 		return nil, fmt.Errorf("digitalocean: drivers.digitalocean.apiURL: %w", err)
 	}
-	return &Cloud{client: client, api: deps.API, cfg: *cfg}, nil
+	c := &Cloud{client: client, api: deps.API, cfg: *cfg}
+	c.lbs = &loadBalancers{c: c, deps: deps, cluster: deps.ClusterName}
+	return c, nil
 }
 
 // Instances returns the batched instance source.

@@ -95,8 +95,8 @@ func TestRegistration(t *testing.T) {
 		t.Error("NewConfig shares state between calls")
 	}
 	// Declared capabilities must match the cloud New returns.
-	if !d.Has(driver.Instances) || d.Has(driver.LoadBalancers) || d.Has(driver.Routes) {
-		t.Errorf("capabilities = %v, want instances only", d.Capabilities)
+	if !d.Has(driver.Instances) || !d.Has(driver.LoadBalancers) || d.Has(driver.Routes) {
+		t.Errorf("capabilities = %v, want instances and load balancers", d.Capabilities)
 	}
 	cloud, err := d.New(&digitalocean.Config{APIURL: digitalocean.DefaultAPIURL}, driver.Deps{})
 	if err != nil {

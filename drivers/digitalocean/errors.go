@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/digitalocean/godo"
@@ -22,6 +23,11 @@ func classify(err error) cloudapi.Classification {
 	if errors.As(err, &er) && er.Response != nil {
 		st := er.Response.StatusCode
 		cl := cloudapi.Classification{Kind: cloudapi.ClassifyHTTPStatus(st), Status: st}
+		// DigitalOcean answers 403 to changes of a load balancer that is
+		// still busy: that is a conflict to wait out, not bad credentials.
+		if st == http.StatusForbidden && strings.Contains(er.Message, "processes previous actions") {
+			cl.Kind = cloudapi.KindConflict
+		}
 		if st == http.StatusTooManyRequests || st == http.StatusServiceUnavailable {
 			cl.RetryAfter = retryAfter(er.Response.Header)
 		}

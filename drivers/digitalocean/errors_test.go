@@ -47,6 +47,7 @@ func TestClassify(t *testing.T) {
 		{"429 with a reset in the past", apiError(429, http.Header{"Ratelimit-Remaining": {"0"}, "Ratelimit-Reset": {past}}), cloudapi.KindThrottled, 429, 0, 0},
 		{"429 with quota left ignores reset", apiError(429, http.Header{"Ratelimit-Remaining": {"7"}, "Ratelimit-Reset": {future}}), cloudapi.KindThrottled, 429, 0, 0},
 		{"429 with junk Retry-After", apiError(429, http.Header{"Retry-After": {"soon"}}), cloudapi.KindThrottled, 429, 0, 0},
+		{"403 busy load balancer is a conflict", &godo.ErrorResponse{Response: &http.Response{StatusCode: 403, Header: http.Header{}}, Message: "Load Balancer can't be updated while it processes previous actions"}, cloudapi.KindConflict, 403, 0, 0},
 		{"wrapped", fmt.Errorf("listing: %w", apiError(404, nil)), cloudapi.KindNotFound, 404, 0, 0},
 		{"not an API error", errors.New("boom"), cloudapi.KindUnknown, 0, 0, 0},
 	}

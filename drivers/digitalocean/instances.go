@@ -180,23 +180,13 @@ func (c *Cloud) getDroplet(ctx context.Context, id int) (*godo.Droplet, error) {
 func (c *Cloud) listDroplets(ctx context.Context, name string) ([]godo.Droplet, error) {
 	var all []godo.Droplet
 	seen := map[int]bool{}
-	opt := &godo.ListOptions{Page: 1, PerPage: perPage}
-	for {
-		var page []godo.Droplet
-		var resp *godo.Response
-		op := "droplets.list"
-		err := c.api.Do(ctx, op, func(ctx context.Context) error {
-			var err error
-			if name != "" {
-				page, resp, err = c.client.Droplets.ListByName(ctx, name, opt)
-			} else {
-				page, resp, err = c.client.Droplets.List(ctx, opt)
-			}
-			return err
-		})
-		if err != nil {
-			return nil, err
+	list := c.client.Droplets.List
+	if name != "" {
+		list = func(ctx context.Context, opt *godo.ListOptions) ([]godo.Droplet, *godo.Response, error) {
+			return c.client.Droplets.ListByName(ctx, name, opt)
 		}
+	}
+	err := pages(ctx, c, "droplets.list", list, func(page []godo.Droplet, resp *godo.Response) bool {
 		for _, d := range page {
 			// Pages shift when droplets come and go mid-listing.
 			if !seen[d.ID] {
@@ -207,15 +197,9 @@ func (c *Cloud) listDroplets(ctx context.Context, name string) ([]godo.Droplet, 
 		if name == "" && resp.Meta != nil {
 			c.lastTotal.Store(int64(resp.Meta.Total))
 		}
-		if resp.Links == nil || resp.Links.IsLastPage() || len(page) == 0 {
-			return all, nil
-		}
-		cur, err := resp.Links.CurrentPage()
-		if err != nil {
-			return nil, fmt.Errorf("digitalocean droplets.list: reading the page links: %w", err)
-		}
-		opt.Page = cur + 1
-	}
+		return true
+	})
+	return all, err
 }
 
 // toInstance maps a droplet. uniqueName says whether its name can identify

@@ -23,6 +23,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/polyccm/polyccm/test/cluster"
@@ -60,6 +61,8 @@ type cloud interface {
 	addInstances(n int, name func(int) string) []string
 	powerOff(i int) error
 	remove(i int) error
+	// describeLB summarises the load balancer with this ID, if it exists.
+	describeLB(id string) (string, bool)
 	calls() int
 	close()
 }
@@ -117,6 +120,7 @@ func run(driverName string, n int, latency time.Duration, keep bool) error {
 	s := harness.Settings{
 		Driver: driverName, Kubeconfig: d.cp.PolyccmKubeconfig, Port: port, ClusterName: "demo",
 		DriverBlock: block, MonitorPeriod: 2 * time.Second, CacheTTL: 2 * time.Second, LeaseDuration: 15 * time.Second,
+		Controllers: "nodes: true\nnodeLifecycle: true\nservices: true",
 	}
 	d.ccm, err = harness.StartCCM(harness.CCMOptions{Bin: bin, Dir: d.dir, Config: s.Config(), Port: port})
 	if err != nil {
@@ -136,6 +140,10 @@ func run(driverName string, n int, latency time.Duration, keep bool) error {
 		return err
 	}
 	if err := d.printNodes(n, name); err != nil {
+		return err
+	}
+
+	if err := d.loadBalancer(driverName); err != nil {
 		return err
 	}
 
@@ -175,6 +183,57 @@ func run(driverName string, n int, latency time.Duration, keep bool) error {
 	}
 	return nil
 }
+
+// loadBalancer creates a Service of type LoadBalancer, shows its ingress
+// and load balancer, then deletes it and shows the load balancer go.
+func (d *demo) loadBalancer(driverName string) error {
+	step("Creating Service default/hello of type LoadBalancer (ports 80/TCP and 53/UDP)")
+	svc := &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "default"},
+		Spec: v1.ServiceSpec{
+			Type:     v1.ServiceTypeLoadBalancer,
+			Selector: map[string]string{"app": "hello"},
+			Ports: []v1.ServicePort{
+				{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)},
+				{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53, TargetPort: intstr.FromInt32(5353)},
+			},
+		},
+	}
+	if _, err := d.kube.CoreV1().Services("default").Create(d.ctx, svc, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	var ingress, id string
+	if err := d.waitFor("default/hello has an external IP", func() (bool, error) {
+		s, err := d.kube.CoreV1().Services("default").Get(d.ctx, "hello", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if len(s.Status.LoadBalancer.Ingress) == 0 {
+			return false, nil
+		}
+		ingress = s.Status.LoadBalancer.Ingress[0].IP
+		id = s.Annotations[lbIDAnnotation[driverName]]
+		return true, nil
+	}); err != nil {
+		return err
+	}
+	fmt.Printf("\n    EXTERNAL-IP %s\n", ingress)
+	if desc, ok := d.cloud.describeLB(id); ok {
+		fmt.Printf("    %s\n\n", desc)
+	}
+	step("Deleting Service default/hello")
+	if err := d.kube.CoreV1().Services("default").Delete(d.ctx, "hello", metav1.DeleteOptions{}); err != nil {
+		return err
+	}
+	return d.waitFor("its load balancer is deleted and the Service is gone", func() (bool, error) {
+		_, err := d.kube.CoreV1().Services("default").Get(d.ctx, "hello", metav1.GetOptions{})
+		_, exists := d.cloud.describeLB(id)
+		return apierrors.IsNotFound(err) && !exists, nil
+	})
+}
+
+// lbIDAnnotation is where each driver records a Service's load balancer.
+var lbIDAnnotation = map[string]string{"digitalocean": "kubernetes.digitalocean.com/load-balancer-id"}
 
 func (d *demo) registerAll(n int, name func(int) string, providerIDs []string) error {
 	var wg sync.WaitGroup
@@ -286,6 +345,7 @@ func newDigitalOcean(latency time.Duration) *digitalOcean {
 	tok := "dop_v1_demo_" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	f := fakedo.New(tok)
 	f.Faults().SetLatency(latency)
+	f.SetLoadBalancerActivationDelay(2 * time.Second)
 	if err := f.Start(); err != nil {
 		panic(err)
 	}
@@ -303,7 +363,8 @@ func (c *digitalOcean) configBlock(dir string) (string, error) {
 
 func (c *digitalOcean) addInstances(n int, name func(int) string) []string {
 	sizes := []string{"s-2vcpu-4gb", "s-4vcpu-8gb", "c-8"}
-	regions := []string{"fra1", "ams3", "nyc3"}
+	// One region: a DigitalOcean cluster lives in one, like its VPC.
+	regions := []string{"fra1"}
 	ids := make([]string, n)
 	for i := range n {
 		d := fakedo.Droplet{Name: name(i), Status: fakedo.StatusActive, SizeSlug: sizes[i%len(sizes)], Region: regions[i%len(regions)]}
@@ -330,16 +391,32 @@ func (c *digitalOcean) remove(i int) error {
 	return err
 }
 
-// calls counts polyccm's calls. polyccm's node controllers only read; the
-// demo's own power-off and delete are POST and DELETE and not counted.
+// calls counts polyccm's calls, not the demo's own power-off and delete.
 func (c *digitalOcean) calls() int {
 	n := 0
 	for ep, k := range c.fake.Faults().Calls() {
-		if strings.HasPrefix(ep, "GET ") {
+		if ep != "POST /v2/droplets/{id}/actions" && ep != "DELETE /v2/droplets/{id}" {
 			n += k
 		}
 	}
 	return n
+}
+
+func (c *digitalOcean) describeLB(id string) (string, bool) {
+	lb, ok := c.fake.LoadBalancer(id)
+	if !ok {
+		return "", false
+	}
+	var rules []string
+	for _, r := range lb.ForwardingRules {
+		rules = append(rules, fmt.Sprintf("%s:%d->%s:%d", r.EntryProtocol, r.EntryPort, r.TargetProtocol, r.TargetPort))
+	}
+	hc := ""
+	if lb.HealthCheck != nil {
+		hc = fmt.Sprintf("%s :%d%s", lb.HealthCheck.Protocol, lb.HealthCheck.Port, lb.HealthCheck.Path)
+	}
+	return fmt.Sprintf("DigitalOcean load balancer %s (%s) in %s, %s: rules %s, %d droplets, health check %s",
+		lb.Name, lb.ID, lb.Region, lb.Status, strings.Join(rules, " "), len(lb.DropletIDs), hc), true
 }
 
 func (c *digitalOcean) close() { c.fake.Close() }

@@ -31,6 +31,7 @@ type doEnv struct {
 	token  string
 	prefix string // node names of this test start with it
 	dir    string
+	opts   harness.CCMOptions
 }
 
 var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
@@ -81,17 +82,34 @@ func newDOEnvWith(t *testing.T, droplets []fakedo.Droplet, tweak func(*harness.S
 	if tweak != nil {
 		tweak(&s)
 	}
-	e.ccm, err = harness.StartCCM(harness.CCMOptions{Bin: polyccmBin, Dir: e.dir, Config: s.Config(), Port: port, Env: env})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.opts = harness.CCMOptions{Bin: polyccmBin, Dir: e.dir, Config: s.Config(), Port: port, Env: env}
 	t.Cleanup(e.cleanup)
+	e.start()
+	return e
+}
+
+func (e *doEnv) start() {
+	e.t.Helper()
+	var err error
+	if e.ccm, err = harness.StartCCM(e.opts); err != nil {
+		e.t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := e.ccm.WaitReady(ctx); err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
-	return e
+}
+
+// restart starts polyccm again after the test stopped it, keeping the log
+// of the first run beside the new one.
+func (e *doEnv) restart() {
+	e.t.Helper()
+	e.opts.Name += "-again"
+	if e.opts.Name == "-again" {
+		e.opts.Name = "polyccm-again"
+	}
+	e.start()
 }
 
 func (e *doEnv) userClient() *godo.Client {

@@ -40,7 +40,11 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	start := time.Now()
-	cp, err = harness.StartControlPlane(ctx, cluster.Options{Dir: filepath.Join(workDir, "cluster")})
+	cp, err = harness.StartControlPlane(ctx, cluster.Options{
+		Dir: filepath.Join(workDir, "cluster"),
+		// Dual-stack Service addresses, for dual-stack load balancers.
+		ExtraAPIServerArgs: []string{"--service-cluster-ip-range=" + cluster.ServiceClusterIPRange + ",fd00:10:96::/112"},
+	})
 	if err != nil {
 		log.Printf("starting the local control plane: %v", err)
 		return 1

@@ -196,6 +196,9 @@ func (s *Server) RemoveDroplet(id int) bool {
 	defer s.mu.Unlock()
 	_, ok := s.droplets[id]
 	delete(s.droplets, id)
+	if ok {
+		s.forgetDropletLocked(id)
+	}
 	return ok
 }
 

@@ -129,6 +129,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serve(rw *replyWriter, r *http.Request, d faults.Decision, rt *route, p params, allowed []string) int {
+	if d.AfterCommit {
+		s.commit(r, rt, p)
+	}
 	switch {
 	case d.Throttled || d.Status == http.StatusTooManyRequests:
 		return rw.tooManyRequests(d.RetryAfter)
@@ -144,6 +147,19 @@ func (s *Server) serve(rw *replyWriter, r *http.Request, d faults.Decision, rt *
 	default:
 		return rw.reply(rt.handle(r, p))
 	}
+}
+
+// commit serves a request whose answer an AfterCommit rule replaces: the
+// API does the work as usual (a create creates) and the answer is dropped,
+// as when a 5xx or a broken connection hides the outcome from the client.
+// Handlers return their answer rather than write it, so dropping it is
+// discarding the return values. A request the API would have refused
+// (bad token, unknown route) changes nothing either way.
+func (s *Server) commit(r *http.Request, rt *route, p params) {
+	if rt == nil || !s.authorized(r) {
+		return
+	}
+	_, _ = rt.handle(r, p)
 }
 
 // authorized checks the bearer token. The scheme is case-insensitive, as

@@ -11,9 +11,16 @@
 // injected errors, timeouts and rate limiting, and is counted by endpoint
 // pattern, e.g. "GET /v2/droplets/{id}".
 //
+// A rule with AfterCommit (see package faults) lets the request take effect
+// and then answers with the injected error, so tests can see how clients
+// cope with a create whose outcome they never learnt.
+//
 // Implemented: droplets (list with paging and tag_name/name filters, get,
 // create, delete), droplet actions (power_on, power_off, shutdown, reboot,
-// power_cycle; get), actions (get) and account (get).
+// power_cycle; get), actions (get), account (get), load balancers (list
+// with paging and names/uuids filters, get, create, update, delete, add and
+// remove droplets and forwarding rules) and certificates (list with paging
+// and name filter, get; created with AddCertificate).
 package digitalocean
 
 import (
@@ -50,7 +57,15 @@ type Server struct {
 	nextDropletID   int
 	nextActionID    int
 	nextAddr        int
-	ts              *httptest.Server
+
+	lbActivationDelay time.Duration
+	lbs               map[string]*lbState
+	lbSeq             int // creation order, to list load balancers stably
+	lbStats           LBStats
+	certs             map[string]*certState
+	certSeq           int
+
+	ts *httptest.Server
 }
 
 // New returns a fake that accepts requests bearing token.
@@ -66,10 +81,14 @@ func New(token string) *Server {
 		actions:       map[int]*actionState{},
 		nextDropletID: firstDropletID,
 		nextActionID:  firstActionID,
+		lbs:           map[string]*lbState{},
+		certs:         map[string]*certState{},
 	}
 	s.registerAccount()
 	s.registerDroplets()
 	s.registerActions()
+	s.registerLoadBalancers()
+	s.registerCertificates()
 	return s
 }
 
@@ -138,6 +157,16 @@ func (s *Server) SetActivationDelay(d time.Duration) {
 	s.activationDelay = d
 }
 
+// SetLoadBalancerActivationDelay sets how long load balancers created
+// through the API stay "new" (without an IP, refusing updates) before
+// turning "active". The default, 0, makes them active from the next read
+// on.
+func (s *Server) SetLoadBalancerActivationDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lbActivationDelay = d
+}
+
 // SetActionDelay sets how long droplet actions stay "in-progress"; the
 // droplet's status changes when the action completes. The default, 0,
 // completes them at once.
@@ -147,9 +176,9 @@ func (s *Server) SetActionDelay(d time.Duration) {
 	s.actionDelay = d
 }
 
-// SetClock replaces the clock behind timestamps, activation and action
-// delays (not the injector's latency or rate limit), so tests can move time
-// without sleeping.
+// SetClock replaces the clock behind timestamps, droplet and load balancer
+// activation and action delays (not the injector's latency or rate limit),
+// so tests can move time without sleeping.
 func (s *Server) SetClock(now func() time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -148,6 +148,95 @@ type wireAccount struct {
 	StatusMessage   string `json:"status_message"`
 }
 
+// Load balancer documents, from specification/resources/load_balancers
+// (load_balancer_base.yml, forwarding_rule.yml, health_check.yml,
+// sticky_sessions.yml, lb_firewall.yml) and its response examples. The same
+// rule, health check, sticky sessions and firewall objects appear in
+// requests, where absent fields decode as zero and get the API's defaults.
+
+type wireForwardingRule struct {
+	EntryProtocol  string `json:"entry_protocol"`
+	EntryPort      int    `json:"entry_port"`
+	TargetProtocol string `json:"target_protocol"`
+	TargetPort     int    `json:"target_port"`
+	CertificateID  string `json:"certificate_id"`
+	TLSPassthrough bool   `json:"tls_passthrough"`
+}
+
+// wireHealthCheck's proxy_protocol is not in the reference; it is sent back
+// only when a client set it.
+type wireHealthCheck struct {
+	Protocol               string `json:"protocol"`
+	Port                   int    `json:"port"`
+	Path                   string `json:"path"`
+	CheckIntervalSeconds   int    `json:"check_interval_seconds"`
+	ResponseTimeoutSeconds int    `json:"response_timeout_seconds"`
+	HealthyThreshold       int    `json:"healthy_threshold"`
+	UnhealthyThreshold     int    `json:"unhealthy_threshold"`
+	ProxyProtocol          *bool  `json:"proxy_protocol,omitempty"`
+}
+
+// wireStickySessions has the cookie fields only for type "cookies", as the
+// reference describes and its examples show.
+type wireStickySessions struct {
+	Type             string `json:"type"`
+	CookieName       string `json:"cookie_name,omitempty"`
+	CookieTTLSeconds int    `json:"cookie_ttl_seconds,omitempty"`
+}
+
+type wireLBFirewall struct {
+	Deny  []string `json:"deny"`
+	Allow []string `json:"allow"`
+}
+
+// wireLoadBalancer is the full load balancer object. ip is "" until the
+// load balancer is active; ipv6 appears only for DUALSTACK ones. A load
+// balancer has either size (the deprecated slug) or size_unit, the two
+// ways the reference offers to size one, so that a client echoing the
+// object back (godo's AsRequest) does not send both. region is null for
+// GLOBAL load balancers, which have none.
+type wireLoadBalancer struct {
+	ID                           string               `json:"id"`
+	Name                         string               `json:"name"`
+	ProjectID                    string               `json:"project_id"`
+	IP                           string               `json:"ip"`
+	IPv6                         string               `json:"ipv6,omitempty"`
+	SizeUnit                     int                  `json:"size_unit,omitempty"`
+	Size                         string               `json:"size,omitempty"`
+	Algorithm                    string               `json:"algorithm"`
+	Status                       string               `json:"status"`
+	CreatedAt                    string               `json:"created_at"`
+	ForwardingRules              []wireForwardingRule `json:"forwarding_rules"`
+	HealthCheck                  wireHealthCheck      `json:"health_check"`
+	StickySessions               wireStickySessions   `json:"sticky_sessions"`
+	RedirectHTTPToHTTPS          bool                 `json:"redirect_http_to_https"`
+	EnableProxyProtocol          bool                 `json:"enable_proxy_protocol"`
+	EnableBackendKeepalive       bool                 `json:"enable_backend_keepalive"`
+	HTTPIdleTimeoutSeconds       int                  `json:"http_idle_timeout_seconds"`
+	VPCUUID                      string               `json:"vpc_uuid"`
+	DisableLetsEncryptDNSRecords bool                 `json:"disable_lets_encrypt_dns_records"`
+	Firewall                     wireLBFirewall       `json:"firewall"`
+	Network                      string               `json:"network"`
+	NetworkStack                 string               `json:"network_stack"`
+	Type                         string               `json:"type"`
+	TLSCipherPolicy              string               `json:"tls_cipher_policy"`
+	Region                       *wireRegion          `json:"region"`
+	Tag                          string               `json:"tag"`
+	DropletIDs                   []int                `json:"droplet_ids"`
+}
+
+// wireCertificate follows specification/resources/certificates.
+type wireCertificate struct {
+	ID              string   `json:"id"`
+	Name            string   `json:"name"`
+	NotAfter        string   `json:"not_after"`
+	SHA1Fingerprint string   `json:"sha1_fingerprint"`
+	CreatedAt       string   `json:"created_at"`
+	DNSNames        []string `json:"dns_names"`
+	State           string   `json:"state"`
+	Type            string   `json:"type"`
+}
+
 // Response roots.
 
 type dropletsRoot struct {
@@ -172,4 +261,24 @@ type actionRoot struct {
 
 type accountRoot struct {
 	Account wireAccount `json:"account"`
+}
+
+type loadBalancersRoot struct {
+	LoadBalancers []wireLoadBalancer `json:"load_balancers"`
+	Links         wireLinks          `json:"links"`
+	Meta          wireMeta           `json:"meta"`
+}
+
+type loadBalancerRoot struct {
+	LoadBalancer wireLoadBalancer `json:"load_balancer"`
+}
+
+type certificatesRoot struct {
+	Certificates []wireCertificate `json:"certificates"`
+	Links        wireLinks         `json:"links"`
+	Meta         wireMeta          `json:"meta"`
+}
+
+type certificateRoot struct {
+	Certificate wireCertificate `json:"certificate"`
 }

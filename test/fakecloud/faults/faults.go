@@ -10,6 +10,9 @@
 //	case d.Abandoned:
 //		return // the client gave up; the injector already counted it
 //	case d.Status != 0:
+//		if d.AfterCommit {
+//			serve(discard, r) // the work happens; its answer is lost
+//		}
 //		writeCloudError(w, d) // d.Throttled: use the cloud's throttling error
 //	default:
 //		serve(w, r)
@@ -29,6 +32,19 @@
 //
 // and assert on CallCount, Responses, Throttled and friends. Randomness comes
 // from a seeded generator (SetSeed), so a failing run can be replayed.
+//
+// # Failures after commit
+//
+// A failure normally stands for trouble in front of the API: the request is
+// refused and nothing changes. A rule with AfterCommit stands for the worse
+// case of an API that did the work and then failed to answer, as when a 5xx
+// or a dropped connection hides whether a create went through:
+//
+//	inj.AddRule(faults.Rule{Match: "POST /v2/load_balancers", Status: 500, AfterCommit: true, Remaining: 1})
+//
+// The Decision then has AfterCommit set along with Status: the fake serves
+// the request as usual, discards its answer and sends the injected error in
+// its place. Clients must cope by looking before they retry.
 package faults
 
 import (
@@ -75,6 +91,11 @@ type Rule struct {
 	// Intercept a context that also ends when they shut down, or closing
 	// them waits for the hung request.
 	Timeout bool
+	// AfterCommit makes the failure happen after the request took effect:
+	// the fake processes it normally (a create creates) and only then
+	// answers with Status instead, so the client cannot tell whether it
+	// worked. It needs a Status; Timeout rules ignore it.
+	AfterCommit bool
 }
 
 func (r Rule) matches(endpoint string) bool {
@@ -95,6 +116,10 @@ type Decision struct {
 	// Throttled says Status comes from the rate limiter: answer with the
 	// cloud's throttling error.
 	Throttled bool
+	// AfterCommit says to serve the request normally first, so its effects
+	// happen, then discard that answer and fail with Status. It is only set
+	// with a non-zero Status, never with Throttled.
+	AfterCommit bool
 	// RetryAfter is how long the client should wait before retrying: the
 	// time until the rate limiter has a token, or the rule's RetryAfter.
 	RetryAfter time.Duration
@@ -307,7 +332,7 @@ func (i *Injector) decide(endpoint string) (d Decision, wait time.Duration, hang
 		}
 		if e.Status != 0 {
 			i.injected++
-			d.Status, d.RetryAfter = e.Status, e.RetryAfter
+			d.Status, d.RetryAfter, d.AfterCommit = e.Status, e.RetryAfter, e.AfterCommit
 			return d, wait, false
 		}
 	}

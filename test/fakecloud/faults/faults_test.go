@@ -354,3 +354,38 @@ func TestConcurrentUse(t *testing.T) {
 		t.Errorf("500s = %d, want the rule's 100", got)
 	}
 }
+
+func TestAfterCommit(t *testing.T) {
+	i, _ := newWithClock()
+	ctx := context.Background()
+	i.AddRule(Rule{Match: ep, Status: 500, AfterCommit: true, Remaining: 1})
+	if d := i.Intercept(ctx, ep); d.Status != 500 || !d.AfterCommit || d.Throttled {
+		t.Errorf("decision = %+v, want 500 after commit", d)
+	}
+	if d := i.Intercept(ctx, ep); d.Status != 0 || d.AfterCommit {
+		t.Errorf("after the rule expired: %+v", d)
+	}
+
+	// Without a status there is nothing to fail with: latency only.
+	i.AddRule(Rule{Match: ep, AfterCommit: true, Remaining: 1})
+	if d := i.Intercept(ctx, ep); d.Status != 0 || d.AfterCommit {
+		t.Errorf("status-less rule: %+v", d)
+	}
+
+	// A plain failure is not after commit.
+	i.FailNext(ep, 1, 503)
+	if d := i.Intercept(ctx, ep); d.Status != 503 || d.AfterCommit {
+		t.Errorf("plain failure: %+v", d)
+	}
+
+	// The rate limiter refuses before the API sees anything.
+	i.AddRule(Rule{Match: ep, Status: 500, AfterCommit: true})
+	i.SetRateLimit(1, 1)
+	i.Intercept(ctx, ep)
+	if d := i.Intercept(ctx, ep); !d.Throttled || d.AfterCommit {
+		t.Errorf("throttled: %+v", d)
+	}
+	if i.Injected() != 3 {
+		t.Errorf("Injected = %d, want 3", i.Injected())
+	}
+}

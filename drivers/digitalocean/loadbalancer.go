@@ -1,0 +1,471 @@
+package digitalocean
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/digitalocean/godo"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/api"
+	"k8s.io/klog/v2"
+
+	"github.com/polyccm/polyccm/core/annotations"
+	"github.com/polyccm/polyccm/core/cloudapi"
+	"github.com/polyccm/polyccm/core/driver"
+)
+
+// activePollInterval is how soon a Service whose LB is still being built
+// is looked at again. The worker is released meanwhile.
+const activePollInterval = 5 * time.Second
+
+// loadBalancers implements cloudprovider.LoadBalancer on DigitalOcean load
+// balancers, one per Service.
+type loadBalancers struct {
+	c       *Cloud
+	deps    driver.Deps
+	kubeMu  sync.Mutex
+	kube    kubernetes.Interface
+	cluster string
+}
+
+var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
+
+// LoadBalancer returns the load balancer implementation.
+func (c *Cloud) LoadBalancer() cloudprovider.LoadBalancer { return c.lbs }
+
+func (l *loadBalancers) client() (kubernetes.Interface, error) {
+	l.kubeMu.Lock()
+	defer l.kubeMu.Unlock()
+	if l.kube == nil {
+		if l.deps.ClientBuilder == nil {
+			return nil, errors.New("digitalocean: no Kubernetes client to record the load balancer ID on the Service")
+		}
+		k, err := l.deps.ClientBuilder.Client("polyccm-digitalocean")
+		if err != nil {
+			return nil, err
+		}
+		l.kube = k
+	}
+	return l.kube, nil
+}
+
+// GetLoadBalancerName is the LB's name in DigitalOcean.
+func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service) string {
+	return lbName(svc)
+}
+
+// GetLoadBalancer reports the LB; exists is false only when it is
+// definitively not there.
+func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	lb, err := l.find(ctx, svc)
+	if err != nil {
+		return nil, false, err
+	}
+	if lb == nil {
+		return nil, false, nil
+	}
+	return status(svc, lb), true, nil
+}
+
+// EnsureLoadBalancer creates or updates the Service's LB. It never blocks
+// waiting for a new LB to become active: it returns a RetryError and the
+// service controller comes back.
+func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	return l.ensure(ctx, svc, nodes)
+}
+
+// UpdateLoadBalancer follows node changes; it is the same reconciliation.
+func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
+	_, err := l.ensure(ctx, svc, nodes)
+	return err
+}
+
+func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	a := LBAnnotations.Parse(svc)
+	if a.Bool(AnnDisown, false) {
+		return l.disowned(ctx, svc)
+	}
+	region, err := l.region(nodes)
+	if err != nil {
+		a.Fail("drivers.digitalocean.region", "%v", err)
+	}
+	local := inRegion(nodes, region)
+	if region != "" && len(nodes) > 0 && len(local) == 0 {
+		a.Fail("drivers.digitalocean.region", "no node is in region %s, so the load balancer would have no targets; fix drivers.digitalocean.region", region)
+	}
+	ids, skipped := dropletIDsOf(local)
+	if len(skipped) > 0 {
+		klog.V(2).InfoS("Nodes without a DigitalOcean providerID are not load balancer targets yet", "service", klog.KObj(svc), "nodes", skipped)
+	}
+	in := lbInputs{
+		region:     region,
+		vpcID:      l.c.cfg.VPCID,
+		dropletIDs: ids,
+		tags:       l.tags(),
+		certID:     func(name string) (string, error) { return l.certificateID(ctx, name) },
+	}
+	req := desiredLB(svc, a, in)
+	if err := a.Err(); err != nil {
+		var inv *annotations.InvalidError
+		if errors.As(err, &inv) {
+			inv.Record(l.deps.Recorder, svc)
+		}
+		return nil, err
+	}
+
+	lb, err := l.find(ctx, svc)
+	if err != nil {
+		return nil, err
+	}
+	if lb == nil {
+		lb, err = l.create(ctx, svc, req)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := l.recordID(ctx, svc, lb.ID); err != nil {
+		return nil, err
+	}
+	if lb.Status == "new" {
+		// DigitalOcean refuses changes until the LB is built.
+		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s (%s) is being created; checking again in %s", lb.Name, lb.ID, activePollInterval), activePollInterval)
+	}
+	if lb.Status == "errored" {
+		return nil, fmt.Errorf("load balancer %s (%s) is in state errored at DigitalOcean; check it in the control panel (doctl compute load-balancer get %s)", lb.Name, lb.ID, lb.ID)
+	}
+	if err := immutableChanged(lb, req); err != nil {
+		return nil, err
+	}
+	if !sameLB(lb, req) {
+		klog.InfoS("Updating load balancer", "service", klog.KObj(svc), "loadBalancer", lb.ID)
+		if lb, err = l.update(ctx, lb.ID, req); err != nil {
+			return nil, err
+		}
+	}
+	if lb.Status != "active" || lb.IP == "" {
+		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s (%s) is %s; checking again in %s", lb.Name, lb.ID, lb.Status, activePollInterval), activePollInterval)
+	}
+	return status(svc, lb), nil
+}
+
+// disowned leaves the LB untouched and reports what exists.
+func (l *loadBalancers) disowned(ctx context.Context, svc *v1.Service) (*v1.LoadBalancerStatus, error) {
+	lb, err := l.find(ctx, svc)
+	if err != nil {
+		return nil, err
+	}
+	if lb == nil {
+		return &v1.LoadBalancerStatus{}, nil
+	}
+	return status(svc, lb), nil
+}
+
+// EnsureLoadBalancerDeleted deletes the LB. An LB already gone is deleted;
+// any other doubt is an error, so the service controller keeps the
+// finalizer and retries.
+func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
+	// Invalid annotations never block a deletion; only disown does, and a
+	// disown value we cannot read is treated as a possible "true".
+	a := LBAnnotations.Parse(svc)
+	if raw, ok := svc.Annotations[AnnDisown]; ok && !a.Has(AnnDisown) {
+		return fmt.Errorf("Service %s/%s: %s is %q, not true or false; not deleting a load balancer that may be disowned: fix the annotation", svc.Namespace, svc.Name, AnnDisown, raw)
+	}
+	if a.Bool(AnnDisown, false) {
+		klog.InfoS("Not deleting a disowned load balancer", "service", klog.KObj(svc))
+		return nil
+	}
+	lb, err := l.find(ctx, svc)
+	if err != nil {
+		return err
+	}
+	if lb == nil {
+		return nil
+	}
+	err = l.c.api.Do(ctx, "load_balancers.delete", func(ctx context.Context) error {
+		_, err := l.c.client.LoadBalancers.Delete(ctx, lb.ID)
+		return err
+	})
+	if err != nil && !cloudapi.IsNotFound(err) {
+		return fmt.Errorf("deleting load balancer %s (%s): %w", lb.Name, lb.ID, err)
+	}
+	klog.InfoS("Deleted load balancer", "service", klog.KObj(svc), "loadBalancer", lb.ID)
+	return nil
+}
+
+// find returns the Service's LB: by the ID recorded on the Service, else
+// by name. (nil, nil) means definitively none.
+func (l *loadBalancers) find(ctx context.Context, svc *v1.Service) (*godo.LoadBalancer, error) {
+	if id := svc.Annotations[AnnLoadBalancerID]; id != "" {
+		var lb *godo.LoadBalancer
+		err := l.c.api.Do(ctx, "load_balancers.get", func(ctx context.Context) error {
+			var err error
+			lb, _, err = l.c.client.LoadBalancers.Get(ctx, id)
+			return err
+		})
+		if err == nil {
+			return lb, nil
+		}
+		if !cloudapi.IsNotFound(err) {
+			return nil, err
+		}
+		// The recorded LB is gone: look for one by name before concluding.
+	}
+	name := lbName(svc)
+	all, err := l.list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var match []godo.LoadBalancer
+	for _, lb := range all {
+		if lb.Name == name {
+			match = append(match, lb)
+		}
+	}
+	switch len(match) {
+	case 0:
+		return nil, nil
+	case 1:
+		return &match[0], nil
+	}
+	ids := make([]string, len(match))
+	for i, m := range match {
+		ids[i] = m.ID
+	}
+	return nil, fmt.Errorf("%d load balancers are named %s (%s); set the annotation %s on Service %s/%s to the one it owns",
+		len(match), name, strings.Join(ids, ", "), AnnLoadBalancerID, svc.Namespace, svc.Name)
+}
+
+func (l *loadBalancers) list(ctx context.Context) ([]godo.LoadBalancer, error) {
+	var all []godo.LoadBalancer
+	err := pages(ctx, l.c, "load_balancers.list", l.c.client.LoadBalancers.List, func(page []godo.LoadBalancer, _ *godo.Response) bool {
+		all = append(all, page...)
+		return true
+	})
+	return all, err
+}
+
+// create makes the LB once: a create whose outcome is unknown (5xx) is not
+// repeated; the next reconciliation finds the LB by name if it was made.
+func (l *loadBalancers) create(ctx context.Context, svc *v1.Service, req *godo.LoadBalancerRequest) (*godo.LoadBalancer, error) {
+	var lb *godo.LoadBalancer
+	err := l.c.api.Do(ctx, "load_balancers.create", func(ctx context.Context) error {
+		var err error
+		lb, _, err = l.c.client.LoadBalancers.Create(ctx, req)
+		return err
+	}, cloudapi.NotIdempotent())
+	if err != nil {
+		return nil, fmt.Errorf("creating load balancer %s: %w", req.Name, err)
+	}
+	klog.InfoS("Created load balancer", "service", klog.KObj(svc), "loadBalancer", lb.ID, "name", lb.Name)
+	return lb, nil
+}
+
+func (l *loadBalancers) update(ctx context.Context, id string, req *godo.LoadBalancerRequest) (*godo.LoadBalancer, error) {
+	var lb *godo.LoadBalancer
+	err := l.c.api.Do(ctx, "load_balancers.update", func(ctx context.Context) error {
+		var err error
+		lb, _, err = l.c.client.LoadBalancers.Update(ctx, id, req)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("updating load balancer %s: %w", id, err)
+	}
+	return lb, nil
+}
+
+// recordID puts the LB's ID on the Service, so it is found by ID even if
+// renamed (the DigitalOcean CCM's annotation, so either can take over).
+func (l *loadBalancers) recordID(ctx context.Context, svc *v1.Service, id string) error {
+	if svc.Annotations[AnnLoadBalancerID] == id {
+		return nil
+	}
+	kube, err := l.client()
+	if err != nil {
+		return err
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnLoadBalancerID: id}}})
+	if _, err := kube.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "polyccm"}); err != nil {
+		return fmt.Errorf("recording load balancer %s on Service %s/%s: %w", id, svc.Namespace, svc.Name, err)
+	}
+	return nil
+}
+
+// region is where the LB lives: the config's region if set, else the one
+// region the nodes are in. DigitalOcean load balancers are regional.
+func (l *loadBalancers) region(nodes []*v1.Node) (string, error) {
+	if l.c.cfg.Region != "" {
+		return l.c.cfg.Region, nil
+	}
+	seen := map[string]bool{}
+	var regions []string
+	for _, n := range nodes {
+		if r := n.Labels[v1.LabelTopologyRegion]; r != "" && !seen[r] {
+			seen[r] = true
+			regions = append(regions, r)
+		}
+	}
+	sort.Strings(regions)
+	switch len(regions) {
+	case 0:
+		return "", errors.New("no node has a topology.kubernetes.io/region label yet; set drivers.digitalocean.region")
+	case 1:
+		return regions[0], nil
+	}
+	return "", fmt.Errorf("the nodes are in regions %s and a load balancer serves one region; set drivers.digitalocean.region", strings.Join(regions, ", "))
+}
+
+// inRegion drops nodes labelled with another region: a load balancer
+// cannot target droplets outside its own.
+func inRegion(nodes []*v1.Node, region string) []*v1.Node {
+	var out []*v1.Node
+	for _, n := range nodes {
+		if r := n.Labels[v1.LabelTopologyRegion]; r == "" || r == region {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// tags mark LBs as this cluster's, for operators and inventory checks.
+func (l *loadBalancers) tags() []string {
+	return []string{"polyccm:" + tagSafe(l.cluster)}
+}
+
+func tagSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == ':':
+			return r
+		}
+		return '-'
+	}, s)
+}
+
+// certificateID resolves a certificate name.
+func (l *loadBalancers) certificateID(ctx context.Context, name string) (string, error) {
+	id := ""
+	err := pages(ctx, l.c, "certificates.list", l.c.client.Certificates.List, func(page []godo.Certificate, _ *godo.Response) bool {
+		for _, c := range page {
+			if c.Name == name {
+				id = c.ID
+				return false
+			}
+		}
+		return true
+	})
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("looking up certificate %q: %w", name, err)
+	case id == "":
+		return "", fmt.Errorf("no certificate named %q (doctl compute certificate list)", name)
+	}
+	return id, nil
+}
+
+// status is what the Service publishes.
+func status(svc *v1.Service, lb *godo.LoadBalancer) *v1.LoadBalancerStatus {
+	if h := svc.Annotations[AnnHostname]; h != "" {
+		return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{Hostname: h}}}
+	}
+	st := &v1.LoadBalancerStatus{}
+	if lb.IP != "" {
+		st.Ingress = append(st.Ingress, v1.LoadBalancerIngress{IP: lb.IP})
+	}
+	if lb.IPv6 != "" {
+		st.Ingress = append(st.Ingress, v1.LoadBalancerIngress{IP: lb.IPv6})
+	}
+	return st
+}
+
+// immutableChanged refuses changes DigitalOcean cannot make in place.
+func immutableChanged(lb *godo.LoadBalancer, req *godo.LoadBalancerRequest) error {
+	orDefault := func(v, def string) string {
+		if v == "" {
+			return def
+		}
+		return v
+	}
+	var bad []string
+	if orDefault(lb.Network, "EXTERNAL") != req.Network {
+		bad = append(bad, fmt.Sprintf("network %s -> %s (%s)", orDefault(lb.Network, "EXTERNAL"), req.Network, AnnNetwork))
+	}
+	if orDefault(lb.Type, "REGIONAL") != req.Type {
+		bad = append(bad, fmt.Sprintf("type %s -> %s (%s)", orDefault(lb.Type, "REGIONAL"), req.Type, AnnType))
+	}
+	if orDefault(lb.NetworkStack, "IPV4") != req.NetworkStack {
+		bad = append(bad, fmt.Sprintf("network stack %s -> %s (spec.ipFamilies)", orDefault(lb.NetworkStack, "IPV4"), req.NetworkStack))
+	}
+	if lb.Region != nil && req.Region != "" && lb.Region.Slug != req.Region {
+		bad = append(bad, fmt.Sprintf("region %s -> %s (drivers.digitalocean.region, or the nodes' region)", lb.Region.Slug, req.Region))
+	}
+	if req.VPCUUID != "" && lb.VPCUUID != "" && lb.VPCUUID != req.VPCUUID {
+		bad = append(bad, fmt.Sprintf("VPC %s -> %s (drivers.digitalocean.vpcID)", lb.VPCUUID, req.VPCUUID))
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("load balancer %s cannot change %s in place; put the old value back, or delete and recreate the Service", lb.ID, strings.Join(bad, ", "))
+}
+
+// sameLB reports whether the LB already is what req asks for, in every
+// field polyccm manages, so a steady state costs no update calls.
+func sameLB(lb *godo.LoadBalancer, req *godo.LoadBalancerRequest) bool {
+	cur := lb.AsRequest()
+	if lb.Region != nil {
+		cur.Region = lb.Region.Slug
+	}
+	norm := func(r *godo.LoadBalancerRequest) godo.LoadBalancerRequest {
+		c := *r
+		c.DropletIDs = slices.Clone(c.DropletIDs)
+		sort.Ints(c.DropletIDs)
+		c.ForwardingRules = slices.Clone(c.ForwardingRules)
+		sort.Slice(c.ForwardingRules, func(i, j int) bool { return c.ForwardingRules[i].EntryPort < c.ForwardingRules[j].EntryPort })
+		if c.Firewall != nil && len(c.Firewall.Allow) == 0 && len(c.Firewall.Deny) == 0 {
+			c.Firewall = nil
+		}
+		if c.Firewall != nil {
+			fw := *c.Firewall
+			fw.Allow, fw.Deny = slices.Clone(fw.Allow), slices.Clone(fw.Deny)
+			sort.Strings(fw.Allow)
+			sort.Strings(fw.Deny)
+			c.Firewall = &fw
+		}
+		if c.SizeSlug != "" {
+			c.SizeUnit = 0 // a slug LB reports a unit too
+		}
+		// Fields polyccm does not manage, or that only apply on create.
+		c.Tags, c.Tag, c.ProjectID, c.TLSCipherPolicy, c.Domains, c.GLBSettings = nil, "", "", "", nil, nil
+		c.TargetLoadBalancerIDs, c.VPCSubnetUUID, c.ValidateOnly, c.IP = nil, "", false, ""
+		if c.Algorithm == "round_robin" {
+			c.Algorithm = ""
+		}
+		if c.DisableLetsEncryptDNSRecords != nil && !*c.DisableLetsEncryptDNSRecords {
+			c.DisableLetsEncryptDNSRecords = nil
+		}
+		return c
+	}
+	a, b := norm(cur), norm(req)
+	if b.VPCUUID == "" {
+		a.VPCUUID = "" // the API fills in the region's default VPC
+	}
+	if b.SizeSlug == "" && a.SizeSlug != "" && b.SizeUnit != 0 {
+		a.SizeSlug = ""
+	}
+	if b.HTTPIdleTimeoutSeconds == nil {
+		// Not sent for REGIONAL_NETWORK; the API still reports its default.
+		a.HTTPIdleTimeoutSeconds = nil
+	}
+	return reflect.DeepEqual(a, b)
+}
