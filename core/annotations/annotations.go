@@ -111,6 +111,31 @@ func List(key, valid, doc string, check func(string) error) Spec {
 	}}
 }
 
+// Map accepts comma-separated key=value pairs whose keys check allows.
+func Map(key, valid, doc string, check func(k, v string) error) Spec {
+	return Spec{Key: key, Valid: valid, Doc: doc, parse: func(s string) (any, error) {
+		m := map[string]string{}
+		for _, it := range strings.Split(s, ",") {
+			it = strings.TrimSpace(it)
+			if it == "" {
+				continue
+			}
+			k, v, ok := strings.Cut(it, "=")
+			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+			if !ok || k == "" {
+				return nil, fmt.Errorf("%q is not key=value", it)
+			}
+			if check != nil {
+				if err := check(k, v); err != nil {
+					return nil, fmt.Errorf("%q: %v", it, err)
+				}
+			}
+			m[k] = v
+		}
+		return m, nil
+	}}
+}
+
 // CIDROrIP checks "ip:ADDRESS" or "cidr:PREFIX" firewall rule items.
 func CIDROrIP(item string) error {
 	kind, val, ok := strings.Cut(item, ":")
@@ -265,6 +290,12 @@ func (v *Values) Ports(key string) []int {
 func (v *Values) List(key string) []string {
 	l, _ := v.vals[key].([]string)
 	return l
+}
+
+// Map returns the value of a Map annotation.
+func (v *Values) Map(key string) map[string]string {
+	m, _ := v.vals[key].(map[string]string)
+	return m
 }
 
 // Fail records a problem found by the driver, e.g. two annotations that

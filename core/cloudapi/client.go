@@ -82,6 +82,7 @@ func (c *Client) Driver() string { return c.o.Driver }
 
 type callOptions struct {
 	notIdempotent bool
+	creates       bool
 }
 
 // CallOption changes how one call is made.
@@ -92,6 +93,22 @@ type CallOption func(*callOptions)
 // the cloud did not process, are retried.
 func NotIdempotent() CallOption { return func(o *callOptions) { o.notIdempotent = true } }
 
+// Creates marks a call that makes a new resource. Under a context from
+// WithoutCreates it is not made, and Do returns ErrCreateSkipped.
+func Creates() CallOption { return func(o *callOptions) { o.creates = true } }
+
+type noCreatesKey struct{}
+
+// WithoutCreates returns a context under which calls marked Creates are
+// refused. A load balancer's node update uses it: it may race with the
+// Service's deletion and must never bring back what the deletion removed.
+func WithoutCreates(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noCreatesKey{}, true)
+}
+
+// ErrCreateSkipped is returned for a Creates call under WithoutCreates.
+var ErrCreateSkipped = errors.New("not creating: this pass only updates what exists")
+
 // Do runs fn, the SDK call named op (e.g. "droplets.list"), under the
 // client's rate limit, timeout and retry policy. It returns nil or an
 // *Error. A KindNotFound result is a normal answer, not a failure.
@@ -99,6 +116,9 @@ func (c *Client) Do(ctx context.Context, op string, fn func(ctx context.Context)
 	var co callOptions
 	for _, o := range opts {
 		o(&co)
+	}
+	if co.creates && ctx.Value(noCreatesKey{}) != nil {
+		return ErrCreateSkipped
 	}
 	var last *Error
 	for attempt := 1; ; attempt++ {
@@ -263,4 +283,18 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// Call is Do for SDK calls that return a value: the value of the attempt
+// that succeeded, or the error.
+func Call[T any](ctx context.Context, c *Client, op string, fn func(ctx context.Context) (T, error), opts ...CallOption) (T, error) {
+	var out T
+	err := c.Do(ctx, op, func(ctx context.Context) error {
+		v, err := fn(ctx)
+		if err == nil {
+			out = v
+		}
+		return err
+	}, opts...)
+	return out, err
 }

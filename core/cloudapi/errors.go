@@ -31,8 +31,11 @@ const (
 	// allowed (4xx other than the above); repeating it will not help.
 	KindInvalid
 	// KindConflict: the request clashes with the resource's current state
-	// (409, "in use", "already exists"); it may succeed later.
+	// (409, "in use", a busy resource); it may succeed later.
 	KindConflict
+	// KindExists: what the call would create already exists. Repeating it
+	// cannot help; callers making something idempotently treat it as done.
+	KindExists
 )
 
 var kindNames = [...]string{
@@ -43,6 +46,7 @@ var kindNames = [...]string{
 	KindUnauthorized: "unauthorized",
 	KindInvalid:      "invalid",
 	KindConflict:     "conflict",
+	KindExists:       "exists",
 }
 
 // String is also the metric outcome label.

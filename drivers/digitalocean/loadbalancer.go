@@ -83,16 +83,21 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.S
 // waiting for a new LB to become active: it returns a RetryError and the
 // service controller comes back.
 func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	return l.ensure(ctx, svc, nodes)
+	return l.ensure(ctx, svc, nodes, false)
 }
 
-// UpdateLoadBalancer follows node changes; it is the same reconciliation.
+// UpdateLoadBalancer follows node changes; it is the same reconciliation,
+// except that it never creates a load balancer (the node sync may run
+// while the Service is being deleted).
 func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
-	_, err := l.ensure(ctx, svc, nodes)
+	if svc.DeletionTimestamp != nil {
+		return nil
+	}
+	_, err := l.ensure(ctx, svc, nodes, true)
 	return err
 }
 
-func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node, update bool) (*v1.LoadBalancerStatus, error) {
 	a := LBAnnotations.Parse(svc)
 	if a.Bool(AnnDisown, false) {
 		return l.disowned(ctx, svc)
@@ -128,6 +133,9 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	lb, err := l.find(ctx, svc)
 	if err != nil {
 		return nil, err
+	}
+	if lb == nil && update {
+		return nil, nil
 	}
 	if lb == nil {
 		lb, err = l.create(ctx, svc, req)

@@ -54,27 +54,6 @@ func lbNodes(t *testing.T, n int, tweak func(*harness.Settings)) (*doEnv, []fake
 	return e, ds
 }
 
-func (e *doEnv) service(name string, ann map[string]string, ports ...v1.ServicePort) *v1.Service {
-	e.t.Helper()
-	svc := &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: ann},
-		Spec: v1.ServiceSpec{
-			Type:     v1.ServiceTypeLoadBalancer,
-			Selector: map[string]string{"app": name},
-			Ports:    ports,
-		},
-	}
-	got, err := cp.Admin.CoreV1().Services("default").Create(context.Background(), svc, metav1.CreateOptions{})
-	if err != nil {
-		e.t.Fatalf("creating Service %s: %v", name, err)
-	}
-	e.t.Cleanup(func() {
-		// Best effort: the test normally deleted it already.
-		_ = cp.Admin.CoreV1().Services("default").Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-	return got
-}
-
 func tcp(port int32) v1.ServicePort {
 	return v1.ServicePort{Name: "tcp-" + strconv.Itoa(int(port)), Protocol: v1.ProtocolTCP, Port: port, TargetPort: intstr.FromInt32(8080)}
 }
@@ -131,23 +110,6 @@ func (e *doEnv) lbOf(name string) fakedo.LoadBalancer {
 	return lb
 }
 
-func (e *doEnv) deleteSvcAndWait(name string, timeout time.Duration) {
-	e.t.Helper()
-	if err := cp.Admin.CoreV1().Services("default").Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		e.t.Fatal(err)
-	}
-	eventually(e.t, timeout, "Service "+name+" gone (finalizer released)", func() (bool, string) {
-		svc, err := cp.Admin.CoreV1().Services("default").Get(context.Background(), name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, ""
-		}
-		if err != nil {
-			return false, err.Error()
-		}
-		return false, fmt.Sprintf("finalizers %v", svc.Finalizers)
-	})
-}
-
 func ruleFor(lb fakedo.LoadBalancer, entryPort int) (fakedo.ForwardingRule, bool) {
 	for _, r := range lb.ForwardingRules {
 		if r.EntryPort == entryPort {
@@ -164,7 +126,7 @@ func TestDigitalOceanLoadBalancerLifecycle(t *testing.T) {
 	e, ds := lbNodes(t, 3, nil)
 	cert := e.fake.AddCertificate("web-cert")
 
-	e.service("web", nil, tcp(80), udp(53))
+	createService(t, "web", nil, tcp(80), udp(53))
 	svc, lb := e.waitIngress("web", 60*time.Second)
 
 	if want := "a" + strings.ReplaceAll(string(svc.UID), "-", ""); lb.Name != want[:32] {
@@ -232,7 +194,7 @@ func TestDigitalOceanLoadBalancerLifecycle(t *testing.T) {
 		return slices.Equal(got, want), fmt.Sprintf("droplets %v, want %v", got, want)
 	})
 
-	e.deleteSvcAndWait("web", 60*time.Second)
+	deleteServiceAndWait(t, "web", 60*time.Second)
 	if lbs := e.fake.LoadBalancers(); len(lbs) != 0 {
 		t.Errorf("load balancers left after the Service was deleted: %+v", lbs)
 	}
@@ -263,7 +225,7 @@ func warnings(t *testing.T, svc string) []v1.Event {
 // annotation and what is valid, and nothing is created in the cloud.
 func TestDigitalOceanLoadBalancerInvalidAnnotations(t *testing.T) {
 	e, _ := lbNodes(t, 1, nil)
-	e.service("bad", map[string]string{
+	createService(t, "bad", map[string]string{
 		digitalocean.AnnProtocol: "htp",
 		"service.beta.kubernetes.io/do-loadbalancer-sticky-sesions-type": "cookies",
 		digitalocean.AnnSizeUnit: "500",
@@ -306,14 +268,14 @@ func TestDigitalOceanLoadBalancerInvalidAnnotations(t *testing.T) {
 	if r, _ := ruleFor(lb, 80); r.EntryProtocol != "http" || lb.SizeUnit != 2 {
 		t.Errorf("after the fix: rule %+v size unit %d, want http and 2", r, lb.SizeUnit)
 	}
-	e.deleteSvcAndWait("bad", 60*time.Second)
+	deleteServiceAndWait(t, "bad", 60*time.Second)
 }
 
 // polyccm finds a Service's LB again after a restart with the ID annotation
 // lost, and renames it in place, never creating a second one.
 func TestDigitalOceanLoadBalancerFoundAgainAfterRestart(t *testing.T) {
 	e, _ := lbNodes(t, 2, nil)
-	e.service("keep", nil, tcp(80))
+	createService(t, "keep", nil, tcp(80))
 	_, lb := e.waitIngress("keep", 60*time.Second)
 
 	if _, err := e.ccm.Stop(15 * time.Second); err != nil {
@@ -343,7 +305,7 @@ func TestDigitalOceanLoadBalancerFoundAgainAfterRestart(t *testing.T) {
 	if st := e.fake.LoadBalancerStats(); st.Created != 1 {
 		t.Errorf("%d load balancers created; restarts and renames must reuse the one", st.Created)
 	}
-	e.deleteSvcAndWait("keep", 60*time.Second)
+	deleteServiceAndWait(t, "keep", 60*time.Second)
 	if st := e.fake.LoadBalancerStats(); st.Live != 0 {
 		t.Errorf("%d load balancers left", st.Live)
 	}
@@ -372,7 +334,7 @@ func TestDigitalOceanLoadBalancerDualStack(t *testing.T) {
 		return ok && lb.NetworkStack == "DUALSTACK" && lb.IPv6 != "" && len(ing) == 2 && ing[0].IP == lb.IP && ing[1].IP == lb.IPv6,
 			fmt.Sprintf("ingress %v, LB %+v", ing, lb)
 	})
-	e.deleteSvcAndWait("dual", 60*time.Second)
+	deleteServiceAndWait(t, "dual", 60*time.Second)
 }
 
 // With 30% of load balancer calls failing — throttled, server errors, and
@@ -392,7 +354,7 @@ func TestDigitalOceanLoadBalancersConvergeUnderFaults(t *testing.T) {
 	const n = 20
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { e.service(fmt.Sprintf("storm-%02d", i), nil, tcp(80)) })
+		wg.Go(func() { createService(t, fmt.Sprintf("storm-%02d", i), nil, tcp(80)) })
 	}
 	wg.Wait()
 	for i := range n {
@@ -411,7 +373,7 @@ func TestDigitalOceanLoadBalancersConvergeUnderFaults(t *testing.T) {
 		}
 	}
 	for i := range n {
-		e.deleteSvcAndWait(fmt.Sprintf("storm-%02d", i), 4*time.Minute)
+		deleteServiceAndWait(t, fmt.Sprintf("storm-%02d", i), 4*time.Minute)
 	}
 	if st := e.fake.LoadBalancerStats(); st.Live != 0 {
 		t.Errorf("%d load balancers leaked: %+v", st.Live, e.fake.LoadBalancers())
@@ -423,7 +385,7 @@ func TestDigitalOceanLoadBalancersConvergeUnderFaults(t *testing.T) {
 // finalizer and the load balancer stays; once it can, both go.
 func TestDigitalOceanLoadBalancerDeletionWaitsOutErrors(t *testing.T) {
 	e, _ := lbNodes(t, 1, nil)
-	e.service("sticky", nil, tcp(80))
+	createService(t, "sticky", nil, tcp(80))
 	_, lb := e.waitIngress("sticky", 60*time.Second)
 
 	f := e.fake.Faults()
@@ -448,7 +410,7 @@ func TestDigitalOceanLoadBalancerDeletionWaitsOutErrors(t *testing.T) {
 		t.Fatalf("only %d failed deletions; polyccm did not retry", n)
 	}
 	f.RemoveRule(r)
-	e.deleteSvcAndWait("sticky", 60*time.Second)
+	deleteServiceAndWait(t, "sticky", 60*time.Second)
 	if _, ok := e.fake.LoadBalancer(lb.ID); ok {
 		t.Error("the load balancer outlived its Service")
 	}

@@ -190,7 +190,7 @@ func TestUnknownDriverNamesCompiledInDrivers(t *testing.T) {
 	if code == 0 {
 		t.Fatalf("polyccm started with driver vultr:\n%s", out)
 	}
-	for _, want := range []string{`driver "vultr" is not compiled into this binary`, "it has: digitalocean", "drivers.vultr"} {
+	for _, want := range []string{`driver "vultr" is not compiled into this binary`, "it has: aws, digitalocean, gce", "drivers.vultr"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

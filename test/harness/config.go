@@ -19,6 +19,8 @@ type Settings struct {
 	// Controllers, if set, replace the controllers mapping, e.g.
 	// "nodes: true\nnodeLifecycle: true\nservices: false".
 	Controllers string
+	// Extra is top-level YAML appended as is, e.g. a routes section.
+	Extra string
 
 	MonitorPeriod         time.Duration // default 1s
 	StatusUpdateFrequency time.Duration // default 5s
@@ -66,9 +68,13 @@ func (s Settings) Config() string {
 	fmt.Fprintf(&b, "nodes:\n  concurrentSyncs: %d\n  monitorPeriod: %s\n  statusUpdateFrequency: %s\n", s.ConcurrentSyncs, s.MonitorPeriod, s.StatusUpdateFrequency)
 	fmt.Fprintf(&b, "leaderElection:\n  leaseDuration: %s\n  renewDeadline: %s\n  retryPeriod: %s\n", s.LeaseDuration, renew, retry)
 	fmt.Fprintf(&b, "serving:\n  bindAddress: 127.0.0.1\n  securePort: %d\n", s.Port)
+	fmt.Fprintf(&b, "kubeAPI:\n  qps: 500\n  burst: 1000\n")
 	fmt.Fprintf(&b, "cloudAPI:\n  qps: %g\n  burst: %d\n  cacheTTL: %s\n  timeout: 10s\n", s.CloudQPS, int(s.CloudQPS*2), s.CacheTTL)
 	fmt.Fprintf(&b, "logging:\n  verbosity: %d\n", s.Verbosity)
 	fmt.Fprintf(&b, "drivers:\n  %s:\n%s\n", s.Driver, indent(s.DriverBlock, "    "))
+	if s.Extra != "" {
+		fmt.Fprintf(&b, "%s\n", s.Extra)
+	}
 	return b.String()
 }
 

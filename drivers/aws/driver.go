@@ -1,0 +1,285 @@
+// Package aws is polyccm's AWS driver: EC2 instances for nodes, Network Load
+// Balancers (elasticloadbalancingv2, instance targets) for Services, and VPC
+// route tables for pod CIDRs, over aws-sdk-go-v2. It translates between the
+// AWS APIs and polyccm's core contracts; batching, caching, retries and
+// metrics come from core.
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+
+	"github.com/polyccm/polyccm/config"
+	"github.com/polyccm/polyccm/config/secret"
+	"github.com/polyccm/polyccm/core/cloudapi"
+	"github.com/polyccm/polyccm/core/driver"
+	"github.com/polyccm/polyccm/core/instances"
+)
+
+// Name is the driver's name in the config and in build tags.
+const Name = "aws"
+
+// Config is the drivers.aws subtree.
+type Config struct {
+	// Region of the cluster; empty: asked of the instance metadata service.
+	Region string `koanf:"region"`
+	// Profile selects a profile from the shared config and credentials
+	// files; empty: the SDK's default chain decides.
+	Profile string `koanf:"profile"`
+	// AccessKeyID and SecretAccessKey give static keys (both or neither);
+	// without them the SDK's default chain finds credentials
+	// (environment, shared files, web identity, the instance role).
+	AccessKeyID     secret.Secret `koanf:"accessKeyID"`
+	SecretAccessKey secret.Secret `koanf:"secretAccessKey"`
+	// RoleARN, if set, is assumed through STS with those credentials.
+	RoleARN string `koanf:"roleARN"`
+	// ExternalID goes with RoleARN when the role's trust policy asks.
+	ExternalID string `koanf:"externalID"`
+	// VPCID is the cluster's VPC (subnet discovery, security groups,
+	// routes); empty: the VPC of the instance polyccm runs on.
+	VPCID string `koanf:"vpcID"`
+	// Endpoints override the service URLs (private VPC endpoints, other
+	// partitions, test doubles).
+	Endpoints Endpoints `koanf:"endpoints"`
+}
+
+// Endpoints are per-service endpoint overrides.
+type Endpoints struct {
+	EC2   string `koanf:"ec2"`
+	ELBv2 string `koanf:"elbv2"`
+	STS   string `koanf:"sts"`
+	IMDS  string `koanf:"imds"`
+}
+
+var (
+	regionRE = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-\d+$`)
+	vpcRE    = regexp.MustCompile(`^vpc-[0-9a-f]{8,17}$`)
+	arnRE    = regexp.MustCompile(`^arn:aws[a-z-]*:iam::\d{12}:role/.+$`)
+)
+
+// Validate checks the subtree; keys are relative to drivers.aws.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(key, format string, args ...any) {
+		errs = append(errs, config.Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	if c.Region != "" && !regionRE.MatchString(c.Region) {
+		add("region", "%q is not an AWS region (like eu-west-1)", c.Region)
+	}
+	if c.AccessKeyID.IsZero() != c.SecretAccessKey.IsZero() {
+		add("accessKeyID", "give accessKeyID and secretAccessKey together, or neither to use the SDK's default credential chain")
+	}
+	if c.RoleARN != "" && !arnRE.MatchString(c.RoleARN) {
+		add("roleARN", "%q is not an IAM role ARN (arn:aws:iam::123456789012:role/NAME)", c.RoleARN)
+	}
+	if c.ExternalID != "" && c.RoleARN == "" {
+		add("externalID", "only applies with roleARN")
+	}
+	if c.VPCID != "" && !vpcRE.MatchString(c.VPCID) {
+		add("vpcID", "%q is not a VPC ID (vpc-0123456789abcdef0)", c.VPCID)
+	}
+	for key, v := range map[string]string{"endpoints.ec2": c.Endpoints.EC2, "endpoints.elbv2": c.Endpoints.ELBv2, "endpoints.sts": c.Endpoints.STS, "endpoints.imds": c.Endpoints.IMDS} {
+		if v == "" {
+			continue
+		}
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			add(key, "%q must be an absolute http(s) URL", v)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func init() {
+	driver.Register(driver.Driver{
+		Name:            Name,
+		NewConfig:       func() any { return &Config{} },
+		New:             New,
+		Capabilities:    []driver.Capability{driver.Instances, driver.LoadBalancers, driver.Routes},
+		Classify:        classify,
+		CredentialsHint: "the AWS credentials (drivers.aws.accessKeyID/secretAccessKey, the instance role, or AWS_* variables) and, with drivers.aws.roleARN, that the role trusts them",
+	})
+}
+
+// Cloud is AWS for one cluster.
+type Cloud struct {
+	cfg     Config
+	api     *cloudapi.Client
+	cluster string
+	deps    driver.Deps
+
+	base aws.Config // credentials and shared settings, region not yet known
+
+	mu      sync.Mutex
+	clients *clients // built on first use, once the region is known
+	vpc     string   // from the instance metadata service, when not configured
+
+	zoneIDs zoneIDCache
+	lbs     *loadBalancers
+	routes  *routes
+}
+
+// clients are the SDK clients for the cluster's region.
+type clients struct {
+	region string
+	ec2    *ec2.Client
+	elb    *elbv2.Client
+}
+
+// New builds the cloud without calling AWS: the region (when not
+// configured) and credentials are resolved at the first call.
+func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
+	cfg, ok := cfgAny.(*Config)
+	if !ok {
+		return nil, fmt.Errorf("aws: config is %T, want *aws.Config", cfgAny)
+	}
+	opts := []func(*awsconfig.LoadOptions) error{
+		awsconfig.WithAppID("polyccm"), // in the User-Agent, so CloudTrail names us
+		// cloudapi retries; the SDK must not retry underneath it.
+		awsconfig.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
+	}
+	if cfg.Profile != "" {
+		opts = append(opts, awsconfig.WithSharedConfigProfile(cfg.Profile))
+	}
+	if cfg.Endpoints.IMDS != "" {
+		opts = append(opts, awsconfig.WithEC2IMDSEndpoint(cfg.Endpoints.IMDS))
+	}
+	if !cfg.AccessKeyID.IsZero() {
+		opts = append(opts, awsconfig.WithCredentialsProvider(aws.NewCredentialsCache(&secretCredentials{id: cfg.AccessKeyID, key: cfg.SecretAccessKey})))
+	}
+	base, err := awsconfig.LoadDefaultConfig(context.Background(), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("aws: loading the SDK configuration (drivers.aws.profile, AWS_* variables, ~/.aws files): %w", err)
+	}
+	if cfg.RoleARN != "" {
+		stsClient := sts.NewFromConfig(base, func(o *sts.Options) {
+			o.Region = orDefault(cfg.Region, "us-east-1") // STS is global; any region signs
+			if cfg.Endpoints.STS != "" {
+				o.BaseEndpoint = aws.String(cfg.Endpoints.STS)
+			}
+		})
+		base.Credentials = aws.NewCredentialsCache(stscreds.NewAssumeRoleProvider(stsClient, cfg.RoleARN, func(o *stscreds.AssumeRoleOptions) {
+			o.RoleSessionName = "polyccm-" + tagSafe(deps.ClusterName)
+			if cfg.ExternalID != "" {
+				o.ExternalID = aws.String(cfg.ExternalID)
+			}
+		}))
+	}
+	c := &Cloud{cfg: *cfg, api: deps.API, cluster: deps.ClusterName, deps: deps, base: base}
+	c.lbs = &loadBalancers{c: c}
+	c.routes = &routes{c: c}
+	if deps.Informers != nil {
+		// Routes map Nodes to instances; registering before the factory
+		// starts makes the informer part of it.
+		nodes := deps.Informers.Core().V1().Nodes()
+		nodes.Informer()
+		c.routes.nodes = nodes.Lister()
+	}
+	return c, nil
+}
+
+// Instances returns the batched instance source.
+func (c *Cloud) Instances() instances.Source { return c }
+
+// client returns the SDK clients, resolving the region from the instance
+// metadata service the first time if the config has none. A failure is not
+// remembered: the next call tries again.
+func (c *Cloud) client(ctx context.Context) (*clients, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.clients != nil {
+		return c.clients, nil
+	}
+	region := c.cfg.Region
+	if region == "" {
+		r, err := c.metadataRegion(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("aws: drivers.aws.region is not set and the instance metadata service did not say: %w", err)
+		}
+		region = r
+	}
+	cl := &clients{region: region}
+	cl.ec2 = ec2.NewFromConfig(c.base, func(o *ec2.Options) {
+		o.Region = region
+		o.Retryer = aws.NopRetryer{}
+		if c.cfg.Endpoints.EC2 != "" {
+			o.BaseEndpoint = aws.String(c.cfg.Endpoints.EC2)
+		}
+	})
+	cl.elb = elbv2.NewFromConfig(c.base, func(o *elbv2.Options) {
+		o.Region = region
+		o.Retryer = aws.NopRetryer{}
+		if c.cfg.Endpoints.ELBv2 != "" {
+			o.BaseEndpoint = aws.String(c.cfg.Endpoints.ELBv2)
+		}
+	})
+	c.clients = cl
+	return cl, nil
+}
+
+func (c *Cloud) imds() *imds.Client {
+	return imds.New(imds.Options{Endpoint: c.cfg.Endpoints.IMDS, Retryer: aws.NopRetryer{}})
+}
+
+func (c *Cloud) metadataRegion(ctx context.Context) (string, error) {
+	var out *imds.GetRegionOutput
+	err := c.api.Do(ctx, "imds.region", func(ctx context.Context) error {
+		var err error
+		out, err = c.imds().GetRegion(ctx, &imds.GetRegionInput{})
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return out.Region, nil
+}
+
+// secretCredentials serves static keys from polyccm secrets, re-read every
+// few minutes (through aws.CredentialsCache) so a rotated key file is
+// picked up without a restart.
+type secretCredentials struct {
+	id, key secret.Secret
+}
+
+const staticCredentialsTTL = 5 * time.Minute
+
+func (s *secretCredentials) Retrieve(context.Context) (aws.Credentials, error) {
+	id, err := s.id.Reveal()
+	if err != nil {
+		return aws.Credentials{}, &credentialsError{err: fmt.Errorf("drivers.aws.accessKeyID: %w", err)}
+	}
+	key, err := s.key.Reveal()
+	if err != nil {
+		return aws.Credentials{}, &credentialsError{err: fmt.Errorf("drivers.aws.secretAccessKey: %w", err)}
+	}
+	return aws.Credentials{
+		AccessKeyID: id, SecretAccessKey: key, Source: "polyccm config",
+		CanExpire: true, Expires: time.Now().Add(staticCredentialsTTL),
+	}, nil
+}
+
+// credentialsError is a key polyccm could not read: a credentials problem
+// on our side, reported like a rejected key.
+type credentialsError struct{ err error }
+
+func (e *credentialsError) Error() string { return "AWS credentials: " + e.err.Error() }
+func (e *credentialsError) Unwrap() error { return e.err }
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

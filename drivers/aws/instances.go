@@ -1,0 +1,315 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/polyccm/polyccm/core/cloudapi"
+	"github.com/polyccm/polyccm/core/instances"
+)
+
+const (
+	// filterChunk bounds the values of one DescribeInstances filter.
+	filterChunk = 200
+	// describePage is the page size of DescribeInstances.
+	describePage = 1000
+	// LabelZoneID is the AWS CCM's label for the zone ID, which names the
+	// same physical zone in every account (zone names do not).
+	LabelZoneID = "topology.k8s.aws/zone-id"
+)
+
+var instanceIDRE = regexp.MustCompile(`^i-[0-9a-f]{8,17}$`)
+
+// ProviderID is the Node spec.providerID for an instance.
+func ProviderID(az, instanceID string) string { return "aws:///" + az + "/" + instanceID }
+
+// instanceID parses aws:///<az>/<id> (and the aws:///<id> form).
+func instanceID(providerID string) (string, error) {
+	rest, ok := strings.CutPrefix(providerID, "aws://")
+	if !ok {
+		return "", cloudapi.Invalid("providerID %q is not an AWS one (want aws:///<zone>/<instance-id>)", providerID)
+	}
+	id := rest[strings.LastIndexByte(rest, '/')+1:]
+	if !instanceIDRE.MatchString(id) {
+		return "", cloudapi.Invalid("providerID %q has no instance ID (want aws:///<zone>/<instance-id>)", providerID)
+	}
+	return id, nil
+}
+
+// LookupInstances resolves a batch with as few DescribeInstances calls as
+// the filters allow: instance IDs and private DNS names, up to 200 values a
+// filter, paginated. An instance a filtered listing did not return is
+// confirmed absent with a direct lookup before it is reported gone.
+func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (instances.Answer, error) {
+	cl, err := c.client(ctx)
+	if err != nil {
+		return instances.Answer{}, err
+	}
+	results := make([]instances.Result, len(keys))
+	byID := map[string][]int{}
+	byName := map[string][]int{}
+	for i, k := range keys {
+		if k.ProviderID == "" {
+			byName[k.NodeName] = append(byName[k.NodeName], i)
+			continue
+		}
+		id, err := instanceID(k.ProviderID)
+		if err != nil {
+			results[i].Err = err
+			continue
+		}
+		byID[id] = append(byID[id], i)
+	}
+
+	var all []ec2types.Instance
+	for _, chunk := range chunks(sortedKeys(byID), filterChunk) {
+		got, err := c.describeInstances(ctx, cl, []ec2types.Filter{{Name: aws.String("instance-id"), Values: chunk}})
+		if err != nil {
+			return instances.Answer{}, err
+		}
+		all = append(all, got...)
+	}
+	for _, chunk := range chunks(sortedKeys(byName), filterChunk) {
+		got, err := c.describeInstances(ctx, cl, []ec2types.Filter{{Name: aws.String("private-dns-name"), Values: chunk}})
+		if err != nil {
+			return instances.Answer{}, err
+		}
+		all = append(all, got...)
+	}
+	if err := c.zoneIDs.ensure(ctx, c, cl, all); err != nil {
+		return instances.Answer{}, err
+	}
+
+	found := map[string]*instances.Instance{}
+	live := map[string][]*instances.Instance{} // private DNS name -> live instances
+	var seen []instances.Instance
+	for i := range all {
+		inst := c.toInstance(&all[i], cl.region)
+		id := aws.ToString(all[i].InstanceId)
+		found[id] = inst // nil when terminated
+		if inst != nil {
+			live[inst.Name] = append(live[inst.Name], inst)
+			seen = append(seen, *inst)
+		}
+	}
+	for id, idx := range byID {
+		r := instances.Result{}
+		var ok bool
+		if r.Instance, ok = found[id]; !ok {
+			// Not in the listing: ask for it by ID, which answers a
+			// definitive InvalidInstanceID.NotFound.
+			r.Instance, r.Err = c.confirmInstance(ctx, cl, id)
+		}
+		for _, i := range idx {
+			results[i] = r
+		}
+	}
+	for name, idx := range byName {
+		var r instances.Result
+		switch insts := live[name]; len(insts) {
+		case 0: // a private DNS name with no live instance: gone
+		case 1:
+			r.Instance = insts[0]
+		default:
+			r.Err = fmt.Errorf("%d running instances have the private DNS name %q; set the Node's spec.providerID to say which", len(insts), name)
+		}
+		for _, i := range idx {
+			results[i] = r
+		}
+	}
+	return instances.Answer{Results: results, Seen: seen}, nil
+}
+
+func (c *Cloud) describeInstances(ctx context.Context, cl *clients, filters []ec2types.Filter) ([]ec2types.Instance, error) {
+	var out []ec2types.Instance
+	in := &ec2.DescribeInstancesInput{Filters: filters, MaxResults: aws.Int32(describePage)}
+	for {
+		var page *ec2.DescribeInstancesOutput
+		err := c.api.Do(ctx, "ec2.DescribeInstances", func(ctx context.Context) error {
+			var err error
+			page, err = cl.ec2.DescribeInstances(ctx, in)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range page.Reservations {
+			out = append(out, r.Instances...)
+		}
+		if aws.ToString(page.NextToken) == "" {
+			return out, nil
+		}
+		in.NextToken = page.NextToken
+	}
+}
+
+// confirmInstance looks one instance up by ID: nil, nil only when EC2 says
+// it does not exist (or it is terminated).
+func (c *Cloud) confirmInstance(ctx context.Context, cl *clients, id string) (*instances.Instance, error) {
+	got, err := c.describeByID(ctx, cl, id)
+	if cloudapi.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := c.zoneIDs.ensure(ctx, c, cl, got); err != nil {
+		return nil, err
+	}
+	for i := range got {
+		if aws.ToString(got[i].InstanceId) == id {
+			return c.toInstance(&got[i], cl.region), nil
+		}
+	}
+	return nil, nil
+}
+
+func (c *Cloud) describeByID(ctx context.Context, cl *clients, ids ...string) ([]ec2types.Instance, error) {
+	var out []ec2types.Instance
+	err := c.api.Do(ctx, "ec2.DescribeInstances", func(ctx context.Context) error {
+		page, err := cl.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: ids})
+		if err != nil {
+			return err
+		}
+		out = out[:0]
+		for _, r := range page.Reservations {
+			out = append(out, r.Instances...)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// toInstance maps an EC2 instance; nil for a terminated one, which no
+// longer exists as far as Kubernetes is concerned.
+func (c *Cloud) toInstance(in *ec2types.Instance, region string) *instances.Instance {
+	state := ec2types.InstanceStateNamePending
+	if in.State != nil {
+		state = in.State.Name
+	}
+	if state == ec2types.InstanceStateNameTerminated {
+		return nil
+	}
+	az := ""
+	if in.Placement != nil {
+		az = aws.ToString(in.Placement.AvailabilityZone)
+	}
+	inst := &instances.Instance{
+		ProviderID:   ProviderID(az, aws.ToString(in.InstanceId)),
+		Name:         aws.ToString(in.PrivateDnsName),
+		InstanceType: string(in.InstanceType),
+		Zone:         az,
+		Region:       region,
+		Shutdown: state == ec2types.InstanceStateNameStopped || state == ec2types.InstanceStateNameStopping ||
+			state == ec2types.InstanceStateNameShuttingDown,
+	}
+	if id := c.zoneIDs.get(az); id != "" {
+		inst.Labels = map[string]string{LabelZoneID: id}
+	}
+	inst.Addresses = addresses(in)
+	return inst
+}
+
+// addresses: private IPv4 (primary first, then every interface's) as
+// InternalIP, private DNS as InternalDNS and Hostname, public IPv4 as
+// ExternalIP, public DNS as ExternalDNS, IPv6 as InternalIP.
+func addresses(in *ec2types.Instance) []v1.NodeAddress {
+	var out []v1.NodeAddress
+	seen := map[v1.NodeAddress]bool{}
+	add := func(t v1.NodeAddressType, a string) {
+		na := v1.NodeAddress{Type: t, Address: a}
+		if a != "" && !seen[na] {
+			seen[na] = true
+			out = append(out, na)
+		}
+	}
+	add(v1.NodeInternalIP, aws.ToString(in.PrivateIpAddress))
+	for _, ni := range in.NetworkInterfaces {
+		for _, p := range ni.PrivateIpAddresses {
+			add(v1.NodeInternalIP, aws.ToString(p.PrivateIpAddress))
+		}
+	}
+	for _, ni := range in.NetworkInterfaces {
+		for _, a := range ni.Ipv6Addresses {
+			add(v1.NodeInternalIP, aws.ToString(a.Ipv6Address))
+		}
+	}
+	add(v1.NodeExternalIP, aws.ToString(in.PublicIpAddress))
+	add(v1.NodeInternalDNS, aws.ToString(in.PrivateDnsName))
+	add(v1.NodeHostName, aws.ToString(in.PrivateDnsName))
+	add(v1.NodeExternalDNS, aws.ToString(in.PublicDnsName))
+	return out
+}
+
+// zoneIDCache maps zone names to zone IDs; zones do not change, so one
+// DescribeAvailabilityZones answers for the life of the process.
+type zoneIDCache struct {
+	mu  sync.RWMutex
+	ids map[string]string
+}
+
+func (z *zoneIDCache) get(zone string) string {
+	z.mu.RLock()
+	defer z.mu.RUnlock()
+	return z.ids[zone]
+}
+
+func (z *zoneIDCache) ensure(ctx context.Context, c *Cloud, cl *clients, insts []ec2types.Instance) error {
+	missing := false
+	for i := range insts {
+		if insts[i].Placement != nil && z.get(aws.ToString(insts[i].Placement.AvailabilityZone)) == "" {
+			missing = true
+		}
+	}
+	if !missing {
+		return nil
+	}
+	var out *ec2.DescribeAvailabilityZonesOutput
+	err := c.api.Do(ctx, "ec2.DescribeAvailabilityZones", func(ctx context.Context) error {
+		var err error
+		out, err = cl.ec2.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{AllAvailabilityZones: aws.Bool(true)})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.ids == nil {
+		z.ids = map[string]string{}
+	}
+	for _, az := range out.AvailabilityZones {
+		z.ids[aws.ToString(az.ZoneName)] = aws.ToString(az.ZoneId)
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func chunks(s []string, n int) [][]string {
+	var out [][]string
+	for len(s) > n {
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	if len(s) > 0 {
+		out = append(out, s)
+	}
+	return out
+}

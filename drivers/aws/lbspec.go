@@ -1,0 +1,455 @@
+package aws
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/polyccm/polyccm/core/annotations"
+)
+
+// Service annotations, with the AWS cloud-controller-manager's names and
+// meanings.
+const (
+	annPrefix = "service.beta.kubernetes.io/aws-load-balancer-"
+
+	AnnType                   = annPrefix + "type"
+	AnnInternal               = annPrefix + "internal"
+	AnnScheme                 = annPrefix + "scheme"
+	AnnSubnets                = annPrefix + "subnets"
+	AnnEIPAllocations         = annPrefix + "eip-allocations"
+	AnnPrivateIPv4Addresses   = annPrefix + "private-ipv4-addresses"
+	AnnHealthCheckProtocol    = annPrefix + "healthcheck-protocol"
+	AnnHealthCheckPort        = annPrefix + "healthcheck-port"
+	AnnHealthCheckPath        = annPrefix + "healthcheck-path"
+	AnnHealthCheckInterval    = annPrefix + "healthcheck-interval"
+	AnnHealthCheckTimeout     = annPrefix + "healthcheck-timeout"
+	AnnHealthyThreshold       = annPrefix + "healthcheck-healthy-threshold"
+	AnnUnhealthyThreshold     = annPrefix + "healthcheck-unhealthy-threshold"
+	AnnProxyProtocol          = annPrefix + "proxy-protocol"
+	AnnSSLCert                = annPrefix + "ssl-cert"
+	AnnSSLPorts               = annPrefix + "ssl-ports"
+	AnnSSLNegotiationPolicy   = annPrefix + "ssl-negotiation-policy"
+	AnnBackendProtocol        = annPrefix + "backend-protocol"
+	AnnCrossZone              = annPrefix + "cross-zone-load-balancing-enabled"
+	AnnTargetNodeLabels       = annPrefix + "target-node-labels"
+	AnnAdditionalResourceTags = annPrefix + "additional-resource-tags"
+	AnnTargetGroupAttributes  = annPrefix + "target-group-attributes"
+	AnnIPAddressType          = annPrefix + "ip-address-type"
+)
+
+const (
+	kubeProxyHealthPort = 10256
+	kubeProxyHealthPath = "/healthz"
+)
+
+var (
+	subnetRE     = regexp.MustCompile(`^subnet-[0-9a-f]{8,17}$`)
+	eipAllocRE   = regexp.MustCompile(`^eipalloc-[0-9a-f]{8,17}$`)
+	certARNRE    = regexp.MustCompile(`^arn:aws[a-z-]*:(acm|iam):[a-z0-9-]*:\d{12}:(certificate|server-certificate)/.+$`)
+	policyNameRE = regexp.MustCompile(`^[A-Za-z0-9-]{1,128}$`)
+	attrKeyRE    = regexp.MustCompile(`^[a-z0-9_.]{1,256}$`)
+	tagKeyRE     = regexp.MustCompile(`^[\p{L}\p{Z}\p{N}_.:/=+\-@]{1,128}$`)
+)
+
+// LBAnnotations are the annotations the AWS driver supports.
+var LBAnnotations = annotations.NewSet([]string{annPrefix},
+	annotations.Enum(AnnType, []string{"nlb", "external", "nlb-ip"}, "nlb",
+		"nlb: polyccm makes a Network Load Balancer with instance targets. external and nlb-ip are left to the AWS Load Balancer Controller, as the AWS CCM does."),
+	annotations.String(AnnInternal, "true or false", "false", "true makes an internal NLB (scheme internal).", func(s string) error {
+		if _, err := strconv.ParseBool(s); err != nil {
+			if _, _, err := net.ParseCIDR(s); err != nil { // legacy "0.0.0.0/0" means internal
+				return err
+			}
+		}
+		return nil
+	}),
+	annotations.Enum(AnnScheme, []string{"internal", "internet-facing"}, "internet-facing", "The NLB's scheme (same as internal, in the AWS Load Balancer Controller's words)."),
+	annotations.List(AnnSubnets, "comma-separated subnet IDs or Name tags", "Subnets for the NLB, one per zone; default: subnets tagged kubernetes.io/role/elb (or internal-elb) and the cluster tag, one per zone.", func(s string) error { return nil }),
+	annotations.List(AnnEIPAllocations, "comma-separated Elastic IP allocation IDs (eipalloc-...), one per subnet", "Static public IPs for an internet-facing NLB.", func(s string) error {
+		if !eipAllocRE.MatchString(s) {
+			return fmt.Errorf("not an allocation ID")
+		}
+		return nil
+	}),
+	annotations.List(AnnPrivateIPv4Addresses, "comma-separated IPv4 addresses, one per subnet", "Private IPs for an internal NLB, each in its subnet.", func(s string) error {
+		if ip := net.ParseIP(s); ip == nil || ip.To4() == nil {
+			return fmt.Errorf("not an IPv4 address")
+		}
+		return nil
+	}),
+	annotations.Enum(AnnHealthCheckProtocol, []string{"TCP", "HTTP", "HTTPS"}, "HTTP", "Health check protocol."),
+	annotations.String(AnnHealthCheckPort, "traffic-port or a port number", "kube-proxy's 10256, or healthCheckNodePort with externalTrafficPolicy Local", "Health check port.", func(s string) error {
+		if s == "traffic-port" {
+			return nil
+		}
+		if n, err := strconv.Atoi(s); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("bad port")
+		}
+		return nil
+	}),
+	annotations.String(AnnHealthCheckPath, "an absolute path", "/healthz", "Health check path for HTTP and HTTPS checks.", func(s string) error {
+		if !strings.HasPrefix(s, "/") {
+			return fmt.Errorf("not absolute")
+		}
+		return nil
+	}),
+	annotations.Int(AnnHealthCheckInterval, 5, 300, "10", "Seconds between health checks."),
+	annotations.Int(AnnHealthCheckTimeout, 2, 120, "6", "Seconds to wait for a health check."),
+	annotations.Int(AnnHealthyThreshold, 2, 10, "2", "Passed checks before a node is healthy."),
+	annotations.Int(AnnUnhealthyThreshold, 2, 10, "2", "Failed checks before a node is unhealthy."),
+	annotations.Enum(AnnProxyProtocol, []string{"*"}, "", "* turns on PROXY protocol v2 on every target group."),
+	annotations.List(AnnSSLCert, "comma-separated ACM or IAM certificate ARNs", "Certificates for TLS listeners; the first is the default.", func(s string) error {
+		if !certARNRE.MatchString(s) {
+			return fmt.Errorf("not a certificate ARN")
+		}
+		return nil
+	}),
+	annotations.List(AnnSSLPorts, "* or comma-separated Service port numbers or names", "Ports whose listeners are TLS (default * when ssl-cert is set).", func(s string) error { return nil }),
+	annotations.String(AnnSSLNegotiationPolicy, "an ELB security policy name, e.g. ELBSecurityPolicy-TLS13-1-2-2021-06", "ELBSecurityPolicy-TLS13-1-2-2021-06", "TLS policy of TLS listeners.", func(s string) error {
+		if !policyNameRE.MatchString(s) {
+			return fmt.Errorf("bad policy name")
+		}
+		return nil
+	}),
+	annotations.Enum(AnnBackendProtocol, []string{"tcp", "ssl", "tls"}, "tcp", "Protocol to the nodes behind TLS listeners: ssl or tls re-encrypts (TLS target groups)."),
+	annotations.Bool(AnnCrossZone, "false", "Spread traffic across zones."),
+	annotations.Map(AnnTargetNodeLabels, "comma-separated key=value node labels", "Only Nodes with all these labels are targets.", nil),
+	annotations.Map(AnnAdditionalResourceTags, "comma-separated key=value tags", "Extra tags on the NLB, its target groups and security group.", func(k, v string) error {
+		if !tagKeyRE.MatchString(k) || strings.HasPrefix(k, "aws:") || strings.HasPrefix(k, TagClusterPrefix) {
+			return fmt.Errorf("tag key not allowed")
+		}
+		return nil
+	}),
+	annotations.Map(AnnTargetGroupAttributes, "comma-separated key=value target group attributes, e.g. deregistration_delay.timeout_seconds=120", "Target group attributes to set.", func(k, v string) error {
+		if !attrKeyRE.MatchString(k) {
+			return fmt.Errorf("not an attribute name")
+		}
+		return nil
+	}),
+	annotations.Enum(AnnIPAddressType, []string{"ipv4", "dualstack"}, "ipv4", "dualstack gives the NLB IPv6 addresses too."),
+)
+
+// nlbSpec is the NLB a Service asks for.
+type nlbSpec struct {
+	name        string
+	service     string // namespace/name
+	internal    bool
+	dualstack   bool
+	subnetsAnn  []string // from the annotation; empty: discover
+	eips        []string
+	privateIPs  []string
+	crossZone   bool
+	tags        map[string]string
+	listeners   []listenerSpec
+	sources     []string // CIDRs allowed in, for the security group
+	nodeLabels  map[string]string
+	proxyProto  bool
+	tgAttrs     map[string]string
+	healthCheck healthCheckSpec
+}
+
+type listenerSpec struct {
+	port      int32
+	protocol  elbtypes.ProtocolEnum
+	certs     []string
+	sslPolicy string
+	tg        tgSpec
+}
+
+type tgSpec struct {
+	name     string
+	protocol elbtypes.ProtocolEnum
+	port     int32 // the node port
+}
+
+type healthCheckSpec struct {
+	protocol  elbtypes.ProtocolEnum
+	port      string // a number or "traffic-port"
+	path      string
+	interval  int32
+	timeout   int32
+	healthy   int32
+	unhealthy int32
+}
+
+// lbName is "a" + the Service UID without dashes, 32 characters, as the
+// AWS CCM names load balancers.
+func lbName(svc *v1.Service) string {
+	name := "a" + strings.ReplaceAll(string(svc.UID), "-", "")
+	if len(name) > 32 {
+		name = name[:32]
+	}
+	return name
+}
+
+// tgName is unique per Service, port and everything a target group cannot
+// change in place, so such a change makes a new target group.
+func tgName(svc *v1.Service, port int32, proto elbtypes.ProtocolEnum, nodePort int32) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%s/%d", svc.UID, port, proto, nodePort)))
+	short := func(s string, n int) string {
+		s = strings.Map(func(r rune) rune {
+			if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+				return r
+			}
+			return '-'
+		}, strings.ToLower(s))
+		if len(s) > n {
+			s = s[:n]
+		}
+		return strings.Trim(s, "-")
+	}
+	return fmt.Sprintf("k8s-%s-%s-%s", short(svc.Namespace, 8), short(svc.Name, 8), hex.EncodeToString(h[:])[:10])
+}
+
+// desiredNLB computes the NLB for svc; problems go into a.
+func desiredNLB(svc *v1.Service, a *annotations.Values, cluster string) *nlbSpec {
+	s := &nlbSpec{
+		name:       lbName(svc),
+		service:    svc.Namespace + "/" + svc.Name,
+		subnetsAnn: a.List(AnnSubnets),
+		eips:       a.List(AnnEIPAllocations),
+		privateIPs: a.List(AnnPrivateIPv4Addresses),
+		crossZone:  a.Bool(AnnCrossZone, false),
+		dualstack:  a.String(AnnIPAddressType, "ipv4") == "dualstack",
+		nodeLabels: a.Map(AnnTargetNodeLabels),
+		proxyProto: a.String(AnnProxyProtocol, "") == "*",
+		tgAttrs:    a.Map(AnnTargetGroupAttributes),
+	}
+	if v := a.String(AnnInternal, ""); v != "" {
+		b, err := strconv.ParseBool(v)
+		s.internal = err != nil || b // a CIDR (legacy) means internal
+	}
+	if a.Has(AnnScheme) {
+		internal := a.String(AnnScheme, "") == "internal"
+		if a.Has(AnnInternal) && internal != s.internal {
+			a.Fail(AnnScheme, "contradicts %s; give one of them", AnnInternal)
+		}
+		s.internal = internal
+	}
+	if len(s.eips) > 0 {
+		if s.internal {
+			a.Fail(AnnEIPAllocations, "applies to internet-facing load balancers only")
+		}
+		if len(s.subnetsAnn) > 0 && len(s.eips) != len(s.subnetsAnn) {
+			a.Fail(AnnEIPAllocations, "gives %d allocations for %d subnets; give one per subnet", len(s.eips), len(s.subnetsAnn))
+		}
+	}
+	if len(s.privateIPs) > 0 {
+		if !s.internal {
+			a.Fail(AnnPrivateIPv4Addresses, "applies to internal load balancers only (set %s: \"true\")", AnnInternal)
+		}
+		if len(s.subnetsAnn) > 0 && len(s.privateIPs) != len(s.subnetsAnn) {
+			a.Fail(AnnPrivateIPv4Addresses, "gives %d addresses for %d subnets; give one per subnet", len(s.privateIPs), len(s.subnetsAnn))
+		}
+	}
+	if s.proxyProto {
+		if s.tgAttrs == nil {
+			s.tgAttrs = map[string]string{}
+		}
+		s.tgAttrs["proxy_protocol_v2.enabled"] = "true"
+	}
+
+	s.tags = map[string]string{}
+	for k, v := range a.Map(AnnAdditionalResourceTags) {
+		s.tags[k] = v
+	}
+	s.tags[TagClusterPrefix+cluster] = TagOwned
+	s.tags[TagServiceName] = s.service
+
+	s.healthCheck = nlbHealthCheck(svc, a)
+	s.listeners = nlbListeners(svc, a)
+	s.sources = sourceRanges(svc, a, s.dualstack)
+	return s
+}
+
+func nlbHealthCheck(svc *v1.Service, a *annotations.Values) healthCheckSpec {
+	hc := healthCheckSpec{
+		protocol:  elbtypes.ProtocolEnumHttp,
+		port:      strconv.Itoa(kubeProxyHealthPort),
+		path:      kubeProxyHealthPath,
+		interval:  int32(a.Int(AnnHealthCheckInterval, 10)),
+		timeout:   int32(a.Int(AnnHealthCheckTimeout, 6)),
+		healthy:   int32(a.Int(AnnHealthyThreshold, 2)),
+		unhealthy: int32(a.Int(AnnUnhealthyThreshold, 2)),
+	}
+	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort != 0 {
+		hc.port = strconv.Itoa(int(svc.Spec.HealthCheckNodePort))
+	}
+	if a.Has(AnnHealthCheckProtocol) {
+		hc.protocol = elbtypes.ProtocolEnum(a.String(AnnHealthCheckProtocol, "HTTP"))
+	}
+	if a.Has(AnnHealthCheckPort) {
+		hc.port = a.String(AnnHealthCheckPort, "")
+	}
+	if hc.protocol == elbtypes.ProtocolEnumTcp {
+		hc.path = ""
+		if a.Has(AnnHealthCheckPath) {
+			a.Fail(AnnHealthCheckPath, "applies to HTTP and HTTPS health checks only")
+		}
+	} else if a.Has(AnnHealthCheckPath) {
+		hc.path = a.String(AnnHealthCheckPath, "/")
+	}
+	if hc.timeout >= hc.interval && a.Has(AnnHealthCheckTimeout) {
+		a.Fail(AnnHealthCheckTimeout, "must be less than the interval (%ds)", hc.interval)
+	}
+	return hc
+}
+
+func nlbListeners(svc *v1.Service, a *annotations.Values) []listenerSpec {
+	certs := a.List(AnnSSLCert)
+	sslPorts := map[string]bool{}
+	allSSL := len(certs) > 0 && !a.Has(AnnSSLPorts)
+	for _, p := range a.List(AnnSSLPorts) {
+		if p == "*" {
+			allSSL = true
+		}
+		sslPorts[p] = true
+	}
+	if len(sslPorts) > 0 && len(certs) == 0 {
+		a.Fail(AnnSSLPorts, "needs %s", AnnSSLCert)
+	}
+	for p := range sslPorts {
+		if p == "*" {
+			continue
+		}
+		found := false
+		for _, sp := range svc.Spec.Ports {
+			if p == strconv.Itoa(int(sp.Port)) || p == sp.Name {
+				found = true
+			}
+		}
+		if !found {
+			a.Fail(AnnSSLPorts, "%q is not a port number or name of the Service", p)
+		}
+	}
+	backendTLS := a.String(AnnBackendProtocol, "tcp") != "tcp"
+	if backendTLS && len(certs) == 0 {
+		a.Fail(AnnBackendProtocol, "ssl/tls to the nodes needs TLS listeners (%s)", AnnSSLCert)
+	}
+
+	// TCP and UDP on one port become one TCP_UDP listener.
+	byPort := map[int32][]v1.ServicePort{}
+	var order []int32
+	for _, p := range svc.Spec.Ports {
+		if _, ok := byPort[p.Port]; !ok {
+			order = append(order, p.Port)
+		}
+		byPort[p.Port] = append(byPort[p.Port], p)
+	}
+	sort.Slice(order, func(i, j int) bool { return order[i] < order[j] })
+	var out []listenerSpec
+	for _, port := range order {
+		ps := byPort[port]
+		var tcp, udp *v1.ServicePort
+		for i := range ps {
+			switch ps[i].Protocol {
+			case v1.ProtocolTCP, "":
+				tcp = &ps[i]
+			case v1.ProtocolUDP:
+				udp = &ps[i]
+			default:
+				a.Fail("spec.ports", "protocol %s (port %d) is not supported by Network Load Balancers: use TCP or UDP", ps[i].Protocol, port)
+			}
+		}
+		if tcp == nil && udp == nil {
+			continue
+		}
+		main := tcp
+		if main == nil {
+			main = udp
+		}
+		if main.NodePort == 0 {
+			a.Fail("spec.ports", "port %d has no node port (spec.allocateLoadBalancerNodePorts is false); instance targets need node ports", port)
+			continue
+		}
+		l := listenerSpec{port: port}
+		switch {
+		case tcp != nil && udp != nil:
+			if tcp.NodePort != udp.NodePort {
+				a.Fail("spec.ports", "port %d is TCP and UDP with different node ports; an NLB TCP_UDP listener needs one node port", port)
+				continue
+			}
+			l.protocol = elbtypes.ProtocolEnumTcpUdp
+		case udp != nil:
+			l.protocol = elbtypes.ProtocolEnumUdp
+		default:
+			l.protocol = elbtypes.ProtocolEnumTcp
+		}
+		tgProto := l.protocol
+		if tcp != nil && udp == nil && (allSSL || sslPorts[strconv.Itoa(int(port))] || sslPorts[tcp.Name]) {
+			l.protocol = elbtypes.ProtocolEnumTls
+			l.certs = certs
+			l.sslPolicy = a.String(AnnSSLNegotiationPolicy, "ELBSecurityPolicy-TLS13-1-2-2021-06")
+			if backendTLS {
+				tgProto = elbtypes.ProtocolEnumTls
+			}
+		}
+		l.tg = tgSpec{name: tgName(svc, port, tgProto, main.NodePort), protocol: tgProto, port: main.NodePort}
+		out = append(out, l)
+	}
+	return out
+}
+
+// sourceRanges are the CIDRs the NLB's security group lets in:
+// spec.loadBalancerSourceRanges, else everyone.
+func sourceRanges(svc *v1.Service, a *annotations.Values, dualstack bool) []string {
+	var out []string
+	for _, r := range svc.Spec.LoadBalancerSourceRanges {
+		r = strings.TrimSpace(r)
+		_, n, err := net.ParseCIDR(r)
+		if err != nil {
+			a.Fail("spec.loadBalancerSourceRanges", "%q is not a CIDR", r)
+			continue
+		}
+		out = append(out, n.String())
+	}
+	if len(out) == 0 {
+		out = []string{"0.0.0.0/0"}
+		if dualstack {
+			out = append(out, "::/0")
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// targetNodes are the Nodes whose instances the NLB forwards to.
+func targetNodes(nodes []*v1.Node, labels map[string]string) (ids []string, skipped []string) {
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		if v, ok := n.Labels[v1.LabelNodeExcludeBalancers]; ok {
+			if b, err := strconv.ParseBool(v); err != nil || b {
+				continue
+			}
+		}
+		match := true
+		for k, v := range labels {
+			if n.Labels[k] != v {
+				match = false
+			}
+		}
+		if !match {
+			continue
+		}
+		id, err := instanceID(n.Spec.ProviderID)
+		if err != nil {
+			skipped = append(skipped, n.Name)
+			continue
+		}
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids, skipped
+}

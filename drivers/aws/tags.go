@@ -1,0 +1,44 @@
+package aws
+
+import (
+	"strings"
+
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+)
+
+// Ownership tags, as the AWS CCM writes and reads them.
+const (
+	// TagClusterPrefix + clusterName marks resources of a cluster; the
+	// value says whether the cluster owns the resource or shares it.
+	TagClusterPrefix = "kubernetes.io/cluster/"
+	TagOwned         = "owned"
+	TagShared        = "shared"
+	// TagServiceName names the Service a load balancer belongs to.
+	TagServiceName = "kubernetes.io/service-name"
+	// Subnet roles for load balancer subnet discovery.
+	TagRoleELB         = "kubernetes.io/role/elb"
+	TagRoleInternalELB = "kubernetes.io/role/internal-elb"
+)
+
+func (c *Cloud) clusterTag() string { return TagClusterPrefix + c.cluster }
+
+// ec2Tagged reports whether tags carry this cluster's tag (owned or shared).
+func (c *Cloud) ec2Tagged(tags []ec2types.Tag) bool {
+	for _, t := range tags {
+		if t.Key != nil && *t.Key == c.clusterTag() {
+			return true
+		}
+	}
+	return false
+}
+
+// tagSafe keeps characters AWS accepts in role session names and tags.
+func tagSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune("=,.@-_", r):
+			return r
+		}
+		return '-'
+	}, s)
+}

@@ -1,0 +1,397 @@
+// Package gce is polyccm's Google Compute Engine driver: instances for
+// nodes, external (target pool) and internal (backend service) passthrough
+// load balancers for Services, and VPC routes for pod CIDRs, over
+// cloud.google.com/go/compute. It translates between the Compute API and
+// polyccm's core contracts; batching, caching, retries and metrics come
+// from core.
+package gce
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	compute "cloud.google.com/go/compute/apiv1"
+	"cloud.google.com/go/compute/metadata"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/google"
+	computev1 "google.golang.org/api/compute/v1"
+	"google.golang.org/api/option"
+	corelisters "k8s.io/client-go/listers/core/v1"
+
+	"github.com/polyccm/polyccm/config"
+	"github.com/polyccm/polyccm/config/secret"
+	"github.com/polyccm/polyccm/core/cloudapi"
+	"github.com/polyccm/polyccm/core/driver"
+	"github.com/polyccm/polyccm/core/instances"
+	"github.com/polyccm/polyccm/core/version"
+)
+
+// Name is the driver's name in the config and in build tags.
+const Name = "gce"
+
+const computeScope = "https://www.googleapis.com/auth/compute"
+
+// Config is the drivers.gce subtree.
+type Config struct {
+	// Project is the project ID; empty: the metadata server's.
+	Project string `koanf:"project"`
+	// Region for load balancers; empty: the region of the metadata
+	// server's zone.
+	Region string `koanf:"region"`
+	// Network is the VPC network name; empty: the metadata server's
+	// instance's network.
+	Network string `koanf:"network"`
+	// Subnetwork for internal load balancers (a Service can override it).
+	Subnetwork string `koanf:"subnetwork"`
+	// NodeTags are the network tags of the nodes, which firewall rules
+	// target; empty: the metadata server's instance's tags.
+	NodeTags []string `koanf:"nodeTags"`
+	// Credentials is a service-account key (JSON); unset: Application
+	// Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, the gcloud
+	// well-known file, or the metadata server).
+	Credentials secret.Secret `koanf:"credentials"`
+	// Endpoint overrides the Compute API URL (Private Service Connect,
+	// test doubles).
+	Endpoint string `koanf:"endpoint"`
+}
+
+var (
+	projectRE = regexp.MustCompile(`^[a-z][a-z0-9-]{4,28}[a-z0-9]$|^[a-z][a-z0-9.:-]*[a-z0-9]$`)
+	gceNameRE = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
+	regionRE  = regexp.MustCompile(`^[a-z]+-[a-z]+\d+$`)
+)
+
+// Validate checks the subtree; keys are relative to drivers.gce.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(key, format string, args ...any) {
+		errs = append(errs, config.Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	if c.Project != "" && !projectRE.MatchString(c.Project) {
+		add("project", "%q is not a project ID", c.Project)
+	}
+	if c.Region != "" && !regionRE.MatchString(c.Region) {
+		add("region", "%q is not a region (like europe-west1)", c.Region)
+	}
+	for key, v := range map[string]string{"network": c.Network, "subnetwork": c.Subnetwork} {
+		if v != "" && !gceNameRE.MatchString(lastSegment(v)) {
+			add(key, "%q is not a network name or URL", v)
+		}
+	}
+	for i, t := range c.NodeTags {
+		if !gceNameRE.MatchString(t) || len(t) > 63 {
+			add(fmt.Sprintf("nodeTags[%d]", i), "%q is not a network tag (lower-case letters, digits and dashes)", t)
+		}
+	}
+	if c.Endpoint != "" {
+		if u, err := url.Parse(c.Endpoint); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			add("endpoint", "%q must be an absolute http(s) URL", c.Endpoint)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func init() {
+	driver.Register(driver.Driver{
+		Name:            Name,
+		NewConfig:       func() any { return &Config{} },
+		New:             New,
+		Capabilities:    []driver.Capability{driver.Instances, driver.LoadBalancers, driver.Routes},
+		Classify:        classify,
+		CredentialsHint: "the service account (drivers.gce.credentials, GOOGLE_APPLICATION_CREDENTIALS or the instance's) and its compute permissions",
+	})
+}
+
+// Cloud is GCE for one cluster.
+type Cloud struct {
+	cfg    Config
+	api    *cloudapi.Client
+	deps   driver.Deps
+	prefix string // every resource polyccm creates is named with it
+
+	mu      sync.Mutex
+	clients *clients
+	env     *environment
+
+	sizes  listSizes // instances per zone and project, from full listings
+	nodes  corelisters.NodeLister
+	lbs    *loadBalancers
+	routes *routes
+}
+
+// environment is what the config may leave to the metadata server.
+type environment struct {
+	project, region, network, subnetwork string
+	nodeTags                             []string
+}
+
+// New builds the cloud without calling Google: credentials, project and
+// network are resolved at the first call.
+func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
+	cfg, ok := cfgAny.(*Config)
+	if !ok {
+		return nil, fmt.Errorf("gce: config is %T, want *gce.Config", cfgAny)
+	}
+	c := &Cloud{cfg: *cfg, api: deps.API, deps: deps, prefix: NamePrefix(deps.ClusterName)}
+	c.lbs = &loadBalancers{c: c}
+	c.routes = &routes{c: c}
+	if deps.Informers != nil {
+		nodes := deps.Informers.Core().V1().Nodes()
+		nodes.Informer()
+		c.nodes = nodes.Lister()
+	}
+	return c, nil
+}
+
+// NamePrefix is the prefix of every resource name polyccm uses for a
+// cluster: readable, and unique per cluster name by its hash.
+func NamePrefix(cluster string) string {
+	h := sha256.Sum256([]byte(cluster))
+	base := strings.Map(func(r rune) rune {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(cluster))
+	base = strings.Trim(base, "-")
+	if len(base) > 12 {
+		base = strings.Trim(base[:12], "-")
+	}
+	if base == "" {
+		base = "cluster"
+	}
+	return "k8s-" + base + "-" + hex.EncodeToString(h[:])[:6] + "-"
+}
+
+// Instances returns the batched instance source.
+func (c *Cloud) Instances() instances.Source { return c }
+
+// clients are the Compute REST clients polyccm uses.
+type clients struct {
+	instances       *compute.InstancesClient
+	zoneOps         *compute.ZoneOperationsClient
+	regionOps       *compute.RegionOperationsClient
+	globalOps       *compute.GlobalOperationsClient
+	addresses       *compute.AddressesClient
+	forwardingRules *compute.ForwardingRulesClient
+	targetPools     *compute.TargetPoolsClient
+	// Legacy HTTP health checks, which target pools need, have no client
+	// in cloud.google.com/go/compute; the discovery-based client has them.
+	httpHealth      *computev1.HttpHealthChecksService
+	regionHealth    *compute.RegionHealthChecksClient
+	firewalls       *compute.FirewallsClient
+	backendServices *compute.RegionBackendServicesClient
+	instanceGroups  *compute.InstanceGroupsClient
+	routes          *compute.RoutesClient
+}
+
+// client builds the clients on first use (building them looks for
+// credentials, which may ask the metadata server). A failure is not
+// remembered, and a credentials rejection drops them so a rotated key is
+// read again.
+func (c *Cloud) client(ctx context.Context) (*clients, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.clients != nil {
+		return c.clients, nil
+	}
+	ts, err := c.tokenSource(ctx)
+	if err != nil {
+		return nil, err
+	}
+	opts := []option.ClientOption{option.WithTokenSource(ts), option.WithUserAgent(version.UserAgent())}
+	if c.cfg.Endpoint != "" {
+		opts = append(opts, option.WithEndpoint(strings.TrimSuffix(c.cfg.Endpoint, "/")))
+	}
+	cl := &clients{}
+	var errs []error
+	mk := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	cl.instances, err = compute.NewInstancesRESTClient(ctx, opts...)
+	mk(err)
+	cl.zoneOps, err = compute.NewZoneOperationsRESTClient(ctx, opts...)
+	mk(err)
+	cl.regionOps, err = compute.NewRegionOperationsRESTClient(ctx, opts...)
+	mk(err)
+	cl.globalOps, err = compute.NewGlobalOperationsRESTClient(ctx, opts...)
+	mk(err)
+	cl.addresses, err = compute.NewAddressesRESTClient(ctx, opts...)
+	mk(err)
+	cl.forwardingRules, err = compute.NewForwardingRulesRESTClient(ctx, opts...)
+	mk(err)
+	cl.targetPools, err = compute.NewTargetPoolsRESTClient(ctx, opts...)
+	mk(err)
+	v1opts := slices.Clone(opts)
+	if c.cfg.Endpoint != "" {
+		// The discovery-based client wants the API's base path too.
+		v1opts = append(v1opts, option.WithEndpoint(strings.TrimSuffix(c.cfg.Endpoint, "/")+"/compute/v1/"))
+	}
+	if svc, err := computev1.NewService(ctx, v1opts...); err != nil {
+		mk(err)
+	} else {
+		cl.httpHealth = svc.HttpHealthChecks
+	}
+	cl.regionHealth, err = compute.NewRegionHealthChecksRESTClient(ctx, opts...)
+	mk(err)
+	cl.firewalls, err = compute.NewFirewallsRESTClient(ctx, opts...)
+	mk(err)
+	cl.backendServices, err = compute.NewRegionBackendServicesRESTClient(ctx, opts...)
+	mk(err)
+	cl.instanceGroups, err = compute.NewInstanceGroupsRESTClient(ctx, opts...)
+	mk(err)
+	cl.routes, err = compute.NewRoutesRESTClient(ctx, opts...)
+	mk(err)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("gce: building Compute clients: %w", errors.Join(errs...))
+	}
+	// No retries or timeouts of the clients' own: cloudapi retries, counts
+	// and bounds every call.
+	*cl.instances.CallOptions = compute.InstancesCallOptions{}
+	*cl.zoneOps.CallOptions = compute.ZoneOperationsCallOptions{}
+	*cl.regionOps.CallOptions = compute.RegionOperationsCallOptions{}
+	*cl.globalOps.CallOptions = compute.GlobalOperationsCallOptions{}
+	*cl.addresses.CallOptions = compute.AddressesCallOptions{}
+	*cl.forwardingRules.CallOptions = compute.ForwardingRulesCallOptions{}
+	*cl.targetPools.CallOptions = compute.TargetPoolsCallOptions{}
+	*cl.regionHealth.CallOptions = compute.RegionHealthChecksCallOptions{}
+	*cl.firewalls.CallOptions = compute.FirewallsCallOptions{}
+	*cl.backendServices.CallOptions = compute.RegionBackendServicesCallOptions{}
+	*cl.instanceGroups.CallOptions = compute.InstanceGroupsCallOptions{}
+	*cl.routes.CallOptions = compute.RoutesCallOptions{}
+	c.clients = cl
+	return cl, nil
+}
+
+// dropClients forgets the clients after a credentials rejection.
+func (c *Cloud) dropClients() {
+	c.mu.Lock()
+	c.clients = nil
+	c.mu.Unlock()
+}
+
+// call runs one Compute call through core, dropping the clients when the
+// credentials are rejected so the next call re-reads them.
+func call[T any](ctx context.Context, c *Cloud, op string, fn func(ctx context.Context) (T, error), opts ...cloudapi.CallOption) (T, error) {
+	v, err := cloudapi.Call(ctx, c.api, op, fn, opts...)
+	if cloudapi.KindOf(err) == cloudapi.KindUnauthorized {
+		c.dropClients()
+	}
+	return v, err
+}
+
+// tokenSource: the configured service-account key, read now, else
+// Application Default Credentials.
+func (c *Cloud) tokenSource(ctx context.Context) (oauth2.TokenSource, error) {
+	if !c.cfg.Credentials.IsZero() {
+		js, err := c.cfg.Credentials.Reveal()
+		if err != nil {
+			return nil, &credentialsError{err: fmt.Errorf("drivers.gce.credentials: %w", err)}
+		}
+		creds, err := google.CredentialsFromJSONWithType(context.Background(), []byte(js), google.ServiceAccount, computeScope)
+		if err != nil {
+			return nil, &credentialsError{err: fmt.Errorf("drivers.gce.credentials is not a service-account key: %w", err)}
+		}
+		return creds.TokenSource, nil
+	}
+	creds, err := google.FindDefaultCredentials(context.Background(), computeScope)
+	if err != nil {
+		return nil, &credentialsError{err: fmt.Errorf("no Application Default Credentials (set drivers.gce.credentials or GOOGLE_APPLICATION_CREDENTIALS, or run on GCE): %w", err)}
+	}
+	return creds.TokenSource, nil
+}
+
+// credentialsError is credentials polyccm could not load: reported like a
+// rejection.
+type credentialsError struct{ err error }
+
+func (e *credentialsError) Error() string { return "GCE credentials: " + e.err.Error() }
+func (e *credentialsError) Unwrap() error { return e.err }
+
+// environ resolves what the config leaves to the metadata server, once.
+func (c *Cloud) environ(ctx context.Context) (*environment, error) {
+	c.mu.Lock()
+	if c.env != nil {
+		e := c.env
+		c.mu.Unlock()
+		return e, nil
+	}
+	c.mu.Unlock()
+	e := &environment{project: c.cfg.Project, region: c.cfg.Region, network: lastSegment(c.cfg.Network),
+		subnetwork: lastSegment(c.cfg.Subnetwork), nodeTags: c.cfg.NodeTags}
+	md := func(key, path string) (string, error) {
+		v, err := cloudapi.Call(ctx, c.api, "metadata."+key, func(ctx context.Context) (string, error) {
+			return metadata.GetWithContext(ctx, path)
+		})
+		if err != nil {
+			return "", fmt.Errorf("gce: drivers.gce.%s is not set and the metadata server did not say: %w", key, err)
+		}
+		return strings.TrimSpace(v), nil
+	}
+	var err error
+	if e.project == "" {
+		if e.project, err = md("project", "project/project-id"); err != nil {
+			return nil, err
+		}
+	}
+	if e.region == "" {
+		zone, err := md("region", "instance/zone")
+		if err != nil {
+			return nil, err
+		}
+		e.region = regionOf(lastSegment(zone))
+	}
+	if e.network == "" {
+		nw, err := md("network", "instance/network-interfaces/0/network")
+		if err != nil {
+			return nil, err
+		}
+		e.network = lastSegment(nw)
+	}
+	if len(e.nodeTags) == 0 {
+		tags, err := md("nodeTags", "instance/tags")
+		if err != nil {
+			return nil, err
+		}
+		e.nodeTags = parseTags(tags)
+	}
+	c.mu.Lock()
+	c.env = e
+	c.mu.Unlock()
+	return e, nil
+}
+
+// parseTags reads the metadata server's JSON list of tags.
+func parseTags(s string) []string {
+	s = strings.Trim(strings.TrimSpace(s), "[]")
+	var out []string
+	for _, t := range strings.Split(s, ",") {
+		if t = strings.Trim(strings.TrimSpace(t), `"`); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// lastSegment of a resource URL or path; a plain name is itself.
+func lastSegment(s string) string {
+	return s[strings.LastIndexByte(s, '/')+1:]
+}
+
+// regionOf a zone: europe-west1-b -> europe-west1.
+func regionOf(zone string) string {
+	if i := strings.LastIndexByte(zone, '-'); i > 0 {
+		return zone[:i]
+	}
+	return zone
+}

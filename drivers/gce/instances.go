@@ -1,0 +1,332 @@
+package gce
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	compute "cloud.google.com/go/compute/apiv1"
+	"cloud.google.com/go/compute/apiv1/computepb"
+	"google.golang.org/api/iterator"
+	"google.golang.org/protobuf/proto"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/polyccm/polyccm/core/cloudapi"
+	"github.com/polyccm/polyccm/core/instances"
+)
+
+const (
+	// nameChunk bounds the names in one list filter, keeping the filter
+	// well under the API's length limit.
+	nameChunk = 100
+	pageSize  = 500
+)
+
+// ProviderID is the Node spec.providerID for an instance.
+func ProviderID(project, zone, name string) string {
+	return "gce://" + project + "/" + zone + "/" + name
+}
+
+type instanceRef struct{ project, zone, name string }
+
+// parseProviderID reads gce://<project>/<zone>/<name>.
+func parseProviderID(pid string) (instanceRef, error) {
+	rest, ok := strings.CutPrefix(pid, "gce://")
+	parts := strings.Split(rest, "/")
+	if !ok || len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return instanceRef{}, cloudapi.Invalid("providerID %q is not a GCE one (want gce://<project>/<zone>/<instance>)", pid)
+	}
+	return instanceRef{parts[0], parts[1], parts[2]}, nil
+}
+
+// nameFilter is the Compute list filter for any of names.
+func nameFilter(names []string) string {
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("(name = %q)", n)
+	}
+	return strings.Join(parts, " OR ")
+}
+
+// LookupInstances resolves a batch with list calls, never one get per
+// node: instances with a providerID by a per-zone list filtered on their
+// names, the others by one aggregated list across zones. An instance the
+// lists did not return is confirmed with a get before it is reported gone.
+func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (instances.Answer, error) {
+	cl, err := c.client(ctx)
+	if err != nil {
+		return instances.Answer{}, err
+	}
+	env, err := c.environ(ctx)
+	if err != nil {
+		return instances.Answer{}, err
+	}
+	results := make([]instances.Result, len(keys))
+	byRef := map[instanceRef][]int{}
+	byName := map[string][]int{}
+	for i, k := range keys {
+		if k.ProviderID == "" {
+			byName[k.NodeName] = append(byName[k.NodeName], i)
+			continue
+		}
+		ref, err := parseProviderID(k.ProviderID)
+		if err != nil {
+			results[i].Err = err
+			continue
+		}
+		byRef[ref] = append(byRef[ref], i)
+	}
+
+	found := map[instanceRef]*computepb.Instance{}
+	// Per project and zone, the named instances.
+	zones := map[[2]string][]string{}
+	for ref := range byRef {
+		k := [2]string{ref.project, ref.zone}
+		zones[k] = append(zones[k], ref.name)
+	}
+	for pz, names := range zones {
+		sort.Strings(names)
+		scope := pz[0] + "/" + pz[1]
+		for _, filter := range c.sizes.filtersFor(scope, names) {
+			insts, err := c.listZone(ctx, cl, pz[0], pz[1], filter)
+			if err != nil {
+				return instances.Answer{}, err
+			}
+			if filter == "" {
+				c.sizes.set(scope, len(insts))
+			}
+			for _, in := range insts {
+				found[instanceRef{pz[0], pz[1], in.GetName()}] = in
+			}
+		}
+	}
+	// Nodes without a providerID: by name, in any zone of the project.
+	byNameFound := map[string][]instanceRef{}
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, filter := range c.sizes.filtersFor(env.project, names) {
+		got, err := c.listAggregated(ctx, cl, env.project, filter)
+		if err != nil {
+			return instances.Answer{}, err
+		}
+		if filter == "" {
+			c.sizes.set(env.project, len(got))
+		}
+		for _, zi := range got {
+			ref := instanceRef{env.project, zi.zone, zi.inst.GetName()}
+			found[ref] = zi.inst
+			byNameFound[ref.name] = append(byNameFound[ref.name], ref)
+		}
+	}
+
+	var seen []instances.Instance
+	for ref, in := range found {
+		seen = append(seen, *toInstance(ref, in))
+	}
+	for ref, idx := range byRef {
+		r := instances.Result{}
+		if in, ok := found[ref]; ok {
+			r.Instance = toInstance(ref, in)
+		} else {
+			r.Instance, r.Err = c.confirmInstance(ctx, cl, ref)
+		}
+		for _, i := range idx {
+			results[i] = r
+		}
+	}
+	for name, idx := range byName {
+		r := instances.Result{}
+		switch refs := byNameFound[name]; len(refs) {
+		case 0: // no instance of that name in any zone
+		case 1:
+			r.Instance = toInstance(refs[0], found[refs[0]])
+		default:
+			r.Err = fmt.Errorf("instances named %q exist in %d zones; set the Node's spec.providerID (gce://project/zone/name) to say which", name, len(refs))
+		}
+		for _, i := range idx {
+			results[i] = r
+		}
+	}
+	return instances.Answer{Results: results, Seen: seen}, nil
+}
+
+// listSizes remembers how many instances each scope (a zone, or the whole
+// project) had at its last full listing, to price the two ways of
+// answering a batch: filtered lists cost one call per 100 names, a full
+// listing one call per 500 instances and answers for every instance, which
+// the cache keeps for later lookups. A scope never listed is listed in
+// full once, to learn its size.
+type listSizes struct {
+	mu   sync.Mutex
+	size map[string]int
+}
+
+func (l *listSizes) set(scope string, n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.size == nil {
+		l.size = map[string]int{}
+	}
+	l.size[scope] = n
+}
+
+// filtersFor returns the list filters covering names in scope; "" is one
+// unfiltered listing.
+func (l *listSizes) filtersFor(scope string, names []string) []string {
+	if len(names) == 0 {
+		return nil
+	}
+	l.mu.Lock()
+	size, known := l.size[scope]
+	l.mu.Unlock()
+	filtered := chunkStrings(names, nameChunk)
+	if !known || (size+pageSize-1)/pageSize <= len(filtered) {
+		return []string{""}
+	}
+	var out []string
+	for _, chunk := range filtered {
+		out = append(out, nameFilter(chunk))
+	}
+	return out
+}
+
+// pages fetches a paged list one page per call, so core retries and counts
+// each page.
+func pages[T any](ctx context.Context, c *Cloud, op string, list func(ctx context.Context, token string) ([]T, string, error)) ([]T, error) {
+	var all []T
+	token := ""
+	for {
+		type page struct {
+			items []T
+			next  string
+		}
+		p, err := call(ctx, c, op, func(ctx context.Context) (page, error) {
+			items, next, err := list(ctx, token)
+			return page{items, next}, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, p.items...)
+		if p.next == "" {
+			return all, nil
+		}
+		token = p.next
+	}
+}
+
+// nextPage reads one page of a generated iterator.
+func nextPage[T any](it iterator.Pageable, token string) ([]T, string, error) {
+	var items []T
+	next, err := iterator.NewPager(it, pageSize, token).NextPage(&items)
+	return items, next, err
+}
+
+func (c *Cloud) listZone(ctx context.Context, cl *clients, project, zone, filter string) ([]*computepb.Instance, error) {
+	return pages(ctx, c, "instances.list", func(ctx context.Context, token string) ([]*computepb.Instance, string, error) {
+		req := &computepb.ListInstancesRequest{Project: project, Zone: zone}
+		if filter != "" {
+			req.Filter = proto.String(filter)
+		}
+		it := cl.instances.List(ctx, req)
+		return nextPage[*computepb.Instance](it, token)
+	})
+}
+
+type zonedInstance struct {
+	zone string
+	inst *computepb.Instance
+}
+
+func (c *Cloud) listAggregated(ctx context.Context, cl *clients, project, filter string) ([]zonedInstance, error) {
+	pairs, err := pages(ctx, c, "instances.aggregatedList", func(ctx context.Context, token string) ([]compute.InstancesScopedListPair, string, error) {
+		req := &computepb.AggregatedListInstancesRequest{Project: project}
+		if filter != "" {
+			req.Filter = proto.String(filter)
+		}
+		it := cl.instances.AggregatedList(ctx, req)
+		return nextPage[compute.InstancesScopedListPair](it, token)
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []zonedInstance
+	for _, p := range pairs {
+		zone := strings.TrimPrefix(p.Key, "zones/")
+		for _, in := range p.Value.GetInstances() {
+			out = append(out, zonedInstance{zone, in})
+		}
+	}
+	return out, nil
+}
+
+// confirmInstance asks for one instance: (nil, nil) only on a 404.
+func (c *Cloud) confirmInstance(ctx context.Context, cl *clients, ref instanceRef) (*instances.Instance, error) {
+	in, err := call(ctx, c, "instances.get", func(ctx context.Context) (*computepb.Instance, error) {
+		return cl.instances.Get(ctx, &computepb.GetInstanceRequest{Project: ref.project, Zone: ref.zone, Instance: ref.name})
+	})
+	if cloudapi.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return toInstance(ref, in), nil
+}
+
+func toInstance(ref instanceRef, in *computepb.Instance) *instances.Instance {
+	st := in.GetStatus()
+	inst := &instances.Instance{
+		ProviderID:   ProviderID(ref.project, ref.zone, in.GetName()),
+		Name:         in.GetName(),
+		InstanceType: lastSegment(in.GetMachineType()),
+		Zone:         ref.zone,
+		Region:       regionOf(ref.zone),
+		Shutdown:     st == "TERMINATED" || st == "STOPPING" || st == "STOPPED" || st == "SUSPENDED" || st == "SUSPENDING",
+	}
+	var addrs []v1.NodeAddress
+	seen := map[v1.NodeAddress]bool{}
+	add := func(t v1.NodeAddressType, a string) {
+		na := v1.NodeAddress{Type: t, Address: a}
+		if a != "" && !seen[na] {
+			seen[na] = true
+			addrs = append(addrs, na)
+		}
+	}
+	for _, ni := range in.GetNetworkInterfaces() {
+		add(v1.NodeInternalIP, ni.GetNetworkIP())
+		add(v1.NodeInternalIP, ni.GetIpv6Address())
+	}
+	for _, ni := range in.GetNetworkInterfaces() {
+		for _, ac := range ni.GetAccessConfigs() {
+			add(v1.NodeExternalIP, ac.GetNatIP())
+		}
+		for _, ac := range ni.GetIpv6AccessConfigs() {
+			add(v1.NodeExternalIP, ac.GetExternalIpv6())
+		}
+	}
+	host := in.GetHostname()
+	if host == "" {
+		host = in.GetName()
+	}
+	add(v1.NodeHostName, host)
+	inst.Addresses = addrs
+	return inst
+}
+
+func chunkStrings(s []string, n int) [][]string {
+	var out [][]string
+	for len(s) > n {
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	if len(s) > 0 {
+		out = append(out, s)
+	}
+	return out
+}

@@ -1,0 +1,794 @@
+package gce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	compute "cloud.google.com/go/compute/apiv1"
+	"cloud.google.com/go/compute/apiv1/computepb"
+	computev1 "google.golang.org/api/compute/v1"
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/polyccm/polyccm/core/annotations"
+	"github.com/polyccm/polyccm/core/cloudapi"
+)
+
+// targetPoolChunk is how many instances one addInstance/removeInstance
+// call carries.
+const targetPoolChunk = 1000
+
+// loadBalancers implements cloudprovider.LoadBalancer with GCE passthrough
+// load balancers. Every resource is named with the cluster prefix, and
+// only such resources are changed or deleted.
+type loadBalancers struct{ c *Cloud }
+
+var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
+
+// LoadBalancer returns the load balancer implementation.
+func (c *Cloud) LoadBalancer() cloudprovider.LoadBalancer { return c.lbs }
+
+func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service) string {
+	return l.c.lbName(svc)
+}
+
+// GetLoadBalancer reports the forwarding rule's address. Exists is true
+// while anything made for the Service is left, because the service
+// controller calls EnsureLoadBalancerDeleted only then: a half-deleted load
+// balancer must still be cleaned up.
+func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	cl, env, err := l.setup(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	base := l.c.lbName(svc)
+	fr, err := l.getForwardingRule(ctx, cl, env, base)
+	if err != nil {
+		return nil, false, err
+	}
+	if fr != nil {
+		return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: fr.GetIPAddress()}}}, true, nil
+	}
+	left, err := l.leftovers(ctx, cl, env, base)
+	if err != nil || !left {
+		return nil, false, err
+	}
+	return &v1.LoadBalancerStatus{}, true, nil
+}
+
+// leftovers reports whether any other resource of the Service remains.
+func (l *loadBalancers) leftovers(ctx context.Context, cl *clients, env *environment, base string) (bool, error) {
+	checks := []func(ctx context.Context) error{
+		func(ctx context.Context) error {
+			_, err := cl.targetPools.Get(ctx, &computepb.GetTargetPoolRequest{Project: env.project, Region: env.region, TargetPool: base})
+			return err
+		},
+		func(ctx context.Context) error {
+			_, err := cl.backendServices.Get(ctx, &computepb.GetRegionBackendServiceRequest{Project: env.project, Region: env.region, BackendService: base})
+			return err
+		},
+		func(ctx context.Context) error {
+			_, err := cl.regionHealth.Get(ctx, &computepb.GetRegionHealthCheckRequest{Project: env.project, Region: env.region, HealthCheck: base + "-hc"})
+			return err
+		},
+		func(ctx context.Context) error {
+			_, err := cl.httpHealth.Get(env.project, base+"-hc").Context(ctx).Do()
+			return err
+		},
+		func(ctx context.Context) error {
+			_, err := cl.firewalls.Get(ctx, &computepb.GetFirewallRequest{Project: env.project, Firewall: base + "-fw"})
+			return err
+		},
+		func(ctx context.Context) error {
+			_, err := cl.firewalls.Get(ctx, &computepb.GetFirewallRequest{Project: env.project, Firewall: base + "-hcfw"})
+			return err
+		},
+	}
+	for _, check := range checks {
+		_, err := call(ctx, l.c, "leftovers.get", func(ctx context.Context) (struct{}, error) { return struct{}{}, check(ctx) })
+		switch {
+		case err == nil:
+			return true, nil
+		case !cloudapi.IsNotFound(err):
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+func (l *loadBalancers) setup(ctx context.Context) (*clients, *environment, error) {
+	cl, err := l.c.client(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	env, err := l.c.environ(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cl, env, nil
+}
+
+// UpdateLoadBalancer follows node changes; it never creates a load
+// balancer (the node sync may run while the Service is being deleted).
+func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
+	if svc.DeletionTimestamp != nil {
+		return nil
+	}
+	_, err := l.ensure(ctx, svc, nodes, true)
+	return err
+}
+
+// EnsureLoadBalancer creates or converges the Service's load balancer.
+// Invalid settings change nothing; a change GCE is still making returns a
+// RetryError instead of holding the worker.
+func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	return l.ensure(ctx, svc, nodes, false)
+}
+
+func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node, update bool) (*v1.LoadBalancerStatus, error) {
+	a := LBAnnotations.Parse(svc)
+	spec := l.c.desiredLB(svc, a, l.c.cfg.Subnetwork)
+	if err := a.Err(); err != nil {
+		if inv, ok := errors.AsType[*annotations.InvalidError](err); ok {
+			inv.Record(l.c.deps.Recorder, svc)
+		}
+		return nil, err
+	}
+	cl, env, err := l.setup(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if update {
+		if fr, err := l.getForwardingRule(ctx, cl, env, spec.base); err != nil || fr == nil {
+			return nil, err
+		}
+		ctx = cloudapi.WithoutCreates(ctx)
+	}
+	byZone, skipped := nodeInstances(nodes, env.project)
+	if len(skipped) > 0 {
+		klog.V(2).InfoS("Nodes without a GCE providerID are not load balancer backends yet", "service", klog.KObj(svc), "nodes", skipped)
+	}
+	var ip string
+	if spec.internal {
+		ip, err = l.ensureInternal(ctx, cl, env, spec, byZone)
+	} else {
+		ip, err = l.ensureExternal(ctx, cl, env, spec, byZone)
+	}
+	if errors.Is(err, cloudapi.ErrCreateSkipped) {
+		return nil, nil // deleted meanwhile: nothing to update
+	}
+	if err != nil {
+		l.recordOperationError(svc, err)
+		return nil, err
+	}
+	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: ip}}}, nil
+}
+
+// recordOperationError surfaces a failed GCE Operation as an event on the
+// Service, with GCE's own error code and message.
+func (l *loadBalancers) recordOperationError(svc *v1.Service, err error) {
+	if oe, ok := errors.AsType[*operationError](err); ok && l.c.deps.Recorder != nil {
+		l.c.deps.Recorder.Eventf(svc, v1.EventTypeWarning, "GCEOperationFailed", "%s: %s: %s", oe.what, oe.code, oe.detail)
+	}
+}
+
+// nodeInstances groups the nodes' instances of the project by zone.
+func nodeInstances(nodes []*v1.Node, project string) (map[string][]string, []string) {
+	byZone := map[string][]string{}
+	var skipped []string
+	for _, n := range nodes {
+		if v, ok := n.Labels[v1.LabelNodeExcludeBalancers]; ok {
+			if b, err := strconv.ParseBool(v); err != nil || b {
+				continue
+			}
+		}
+		ref, err := parseProviderID(n.Spec.ProviderID)
+		if err != nil || ref.project != project {
+			skipped = append(skipped, n.Name)
+			continue
+		}
+		if !slices.Contains(byZone[ref.zone], ref.name) {
+			byZone[ref.zone] = append(byZone[ref.zone], ref.name)
+		}
+	}
+	for z := range byZone {
+		sort.Strings(byZone[z])
+	}
+	return byZone, skipped
+}
+
+func instanceURL(project, zone, name string) string {
+	return "projects/" + project + "/zones/" + zone + "/instances/" + name
+}
+
+// shortURL reduces any resource URL to its "projects/..." path, so URLs
+// from the API compare with those polyccm writes.
+func shortURL(u string) string {
+	if i := strings.Index(u, "projects/"); i >= 0 {
+		return u[i:]
+	}
+	return u
+}
+
+func networkURL(env *environment) string {
+	return "projects/" + env.project + "/global/networks/" + env.network
+}
+
+func (l *loadBalancers) ensureExternal(ctx context.Context, cl *clients, env *environment, spec *lbSpec, byZone map[string][]string) (string, error) {
+	hc, err := l.ensureHTTPHealthCheck(ctx, cl, env, spec)
+	if err != nil {
+		return "", err
+	}
+	pool, err := l.ensureTargetPool(ctx, cl, env, spec, hc, byZone)
+	if err != nil {
+		return "", err
+	}
+	if err := l.ensureFirewalls(ctx, cl, env, spec); err != nil {
+		return "", err
+	}
+	want := &computepb.ForwardingRule{
+		Name:                &spec.base,
+		Description:         ptr(description(spec)),
+		IPProtocol:          &spec.protocol,
+		Target:              &pool,
+		LoadBalancingScheme: ptr("EXTERNAL"),
+		NetworkTier:         &spec.tier,
+	}
+	return l.ensureForwardingRule(ctx, cl, env, spec, want)
+}
+
+func description(spec *lbSpec) string {
+	return fmt.Sprintf(`{"kubernetes.io/service-name":%q,"managed-by":"polyccm"}`, spec.service)
+}
+
+// ensureHTTPHealthCheck keeps the legacy HTTP health check a target pool
+// uses on kube-proxy's health port.
+func (l *loadBalancers) ensureHTTPHealthCheck(ctx context.Context, cl *clients, env *environment, spec *lbSpec) (string, error) {
+	name := spec.base + "-hc"
+	want := &computev1.HttpHealthCheck{
+		Name: name, Description: description(spec), Port: int64(spec.hcPort), RequestPath: spec.hcPath,
+		CheckIntervalSec: 8, TimeoutSec: 1, HealthyThreshold: 1, UnhealthyThreshold: 3,
+	}
+	cur, err := call(ctx, l.c, "httpHealthChecks.get", func(ctx context.Context) (*computev1.HttpHealthCheck, error) {
+		return cl.httpHealth.Get(env.project, name).Context(ctx).Do()
+	})
+	switch {
+	case cloudapi.IsNotFound(err):
+		rid := newRequestID()
+		op, err := call(ctx, l.c, "httpHealthChecks.insert", func(ctx context.Context) (*computev1.Operation, error) {
+			return cl.httpHealth.Insert(env.project, want).RequestId(rid).Context(ctx).Do()
+		}, cloudapi.Creates())
+		if err != nil && cloudapi.KindOf(err) != cloudapi.KindExists {
+			return "", fmt.Errorf("creating health check %s: %w", name, err)
+		}
+		if err == nil {
+			if err := l.c.wait(ctx, cl, globalOperation(env.project, op.Name), "creating health check "+name); err != nil {
+				return "", err
+			}
+		}
+	case err != nil:
+		return "", err
+	case cur.Port != want.Port || cur.RequestPath != want.RequestPath:
+		rid := newRequestID()
+		op, err := call(ctx, l.c, "httpHealthChecks.update", func(ctx context.Context) (*computev1.Operation, error) {
+			return cl.httpHealth.Update(env.project, name, want).RequestId(rid).Context(ctx).Do()
+		})
+		if err != nil {
+			return "", fmt.Errorf("updating health check %s: %w", name, err)
+		}
+		if err := l.c.wait(ctx, cl, globalOperation(env.project, op.Name), "updating health check "+name); err != nil {
+			return "", err
+		}
+	}
+	return "projects/" + env.project + "/global/httpHealthChecks/" + name, nil
+}
+
+// ensureTargetPool keeps the pool of node instances, changing membership
+// in chunks (the API limits instances per call).
+func (l *loadBalancers) ensureTargetPool(ctx context.Context, cl *clients, env *environment, spec *lbSpec, hc string, byZone map[string][]string) (string, error) {
+	want := map[string]bool{}
+	for zone, names := range byZone {
+		for _, n := range names {
+			want[instanceURL(env.project, zone, n)] = true
+		}
+	}
+	url := "projects/" + env.project + "/regions/" + env.region + "/targetPools/" + spec.base
+	cur, err := call(ctx, l.c, "targetPools.get", func(ctx context.Context) (*computepb.TargetPool, error) {
+		return cl.targetPools.Get(ctx, &computepb.GetTargetPoolRequest{Project: env.project, Region: env.region, TargetPool: spec.base})
+	})
+	if cloudapi.IsNotFound(err) {
+		pool := &computepb.TargetPool{Name: &spec.base, Description: ptr(description(spec)), HealthChecks: []string{hc},
+			Instances: slices.Sorted(maps.Keys(want))}
+		return url, l.c.change(ctx, cl, "targetPools.insert", "creating target pool "+spec.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+			return cl.targetPools.Insert(ctx, &computepb.InsertTargetPoolRequest{RequestId: rid, Project: env.project, Region: env.region, TargetPoolResource: pool})
+		})
+	}
+	if err != nil {
+		return "", err
+	}
+	have := map[string]bool{}
+	for _, u := range cur.GetInstances() {
+		have[shortURL(u)] = true
+	}
+	var add, remove []string
+	for u := range want {
+		if !have[u] {
+			add = append(add, u)
+		}
+	}
+	for u := range have {
+		if !want[u] {
+			remove = append(remove, u)
+		}
+	}
+	sort.Strings(add)
+	sort.Strings(remove)
+	for _, chunk := range chunkStrings(add, targetPoolChunk) {
+		refs := refsOf(chunk)
+		if err := l.c.change(ctx, cl, "targetPools.addInstance", "adding instances to target pool "+spec.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+			return cl.targetPools.AddInstance(ctx, &computepb.AddInstanceTargetPoolRequest{RequestId: rid, Project: env.project, Region: env.region, TargetPool: spec.base,
+				TargetPoolsAddInstanceRequestResource: &computepb.TargetPoolsAddInstanceRequest{Instances: refs}})
+		}); err != nil {
+			return "", err
+		}
+	}
+	for _, chunk := range chunkStrings(remove, targetPoolChunk) {
+		refs := refsOf(chunk)
+		if err := l.c.change(ctx, cl, "targetPools.removeInstance", "removing instances from target pool "+spec.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+			return cl.targetPools.RemoveInstance(ctx, &computepb.RemoveInstanceTargetPoolRequest{RequestId: rid, Project: env.project, Region: env.region, TargetPool: spec.base,
+				TargetPoolsRemoveInstanceRequestResource: &computepb.TargetPoolsRemoveInstanceRequest{Instances: refs}})
+		}); err != nil {
+			return "", err
+		}
+	}
+	if !slices.ContainsFunc(cur.GetHealthChecks(), func(h string) bool { return shortURL(h) == hc }) {
+		if err := l.c.change(ctx, cl, "targetPools.addHealthCheck", "attaching the health check to target pool "+spec.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+			return cl.targetPools.AddHealthCheck(ctx, &computepb.AddHealthCheckTargetPoolRequest{RequestId: rid, Project: env.project, Region: env.region, TargetPool: spec.base,
+				TargetPoolsAddHealthCheckRequestResource: &computepb.TargetPoolsAddHealthCheckRequest{HealthChecks: []*computepb.HealthCheckReference{{HealthCheck: &hc}}}})
+		}); err != nil {
+			return "", err
+		}
+	}
+	return url, nil
+}
+
+func refsOf(urls []string) []*computepb.InstanceReference {
+	out := make([]*computepb.InstanceReference, len(urls))
+	for i, u := range urls {
+		out[i] = &computepb.InstanceReference{Instance: ptr(u)}
+	}
+	return out
+}
+
+// ensureFirewalls opens the Service ports to its source ranges and the
+// health-check port to Google's health checkers, on the nodes' tags.
+func (l *loadBalancers) ensureFirewalls(ctx context.Context, cl *clients, env *environment, spec *lbSpec) error {
+	if len(env.nodeTags) == 0 {
+		return errors.New("gce: the nodes' network tags are unknown; set drivers.gce.nodeTags so firewall rules reach them")
+	}
+	proto := strings.ToLower(spec.protocol)
+	rules := []*computepb.Firewall{
+		{
+			Name: ptr(spec.base + "-fw"), Description: ptr(description(spec)), Network: ptr(networkURL(env)),
+			Direction: ptr("INGRESS"), Priority: ptr(int32(1000)), SourceRanges: spec.sources, TargetTags: env.nodeTags,
+			Allowed: []*computepb.Allowed{{IPProtocol: &proto, Ports: spec.firewallPorts()}},
+		},
+		{
+			Name: ptr(spec.base + "-hcfw"), Description: ptr(description(spec)), Network: ptr(networkURL(env)),
+			Direction: ptr("INGRESS"), Priority: ptr(int32(1000)), SourceRanges: healthCheckRanges, TargetTags: env.nodeTags,
+			Allowed: []*computepb.Allowed{{IPProtocol: ptr("tcp"), Ports: []string{strconv.Itoa(int(spec.hcPort))}}},
+		},
+	}
+	for _, want := range rules {
+		cur, err := call(ctx, l.c, "firewalls.get", func(ctx context.Context) (*computepb.Firewall, error) {
+			return cl.firewalls.Get(ctx, &computepb.GetFirewallRequest{Project: env.project, Firewall: want.GetName()})
+		})
+		switch {
+		case cloudapi.IsNotFound(err):
+			if err := l.c.change(ctx, cl, "firewalls.insert", "creating firewall rule "+want.GetName(), func(ctx context.Context, rid *string) (*compute.Operation, error) {
+				return cl.firewalls.Insert(ctx, &computepb.InsertFirewallRequest{RequestId: rid, Project: env.project, FirewallResource: want})
+			}); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		case !sameFirewall(cur, want):
+			if err := l.c.change(ctx, cl, "firewalls.update", "updating firewall rule "+want.GetName(), func(ctx context.Context, rid *string) (*compute.Operation, error) {
+				return cl.firewalls.Update(ctx, &computepb.UpdateFirewallRequest{RequestId: rid, Project: env.project, Firewall: want.GetName(), FirewallResource: want})
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func sameFirewall(cur, want *computepb.Firewall) bool {
+	sortedEq := func(a, b []string) bool {
+		a, b = slices.Clone(a), slices.Clone(b)
+		slices.Sort(a)
+		slices.Sort(b)
+		return slices.Equal(a, b)
+	}
+	if !sortedEq(cur.GetSourceRanges(), want.GetSourceRanges()) || !sortedEq(cur.GetTargetTags(), want.GetTargetTags()) || len(cur.GetAllowed()) != len(want.GetAllowed()) {
+		return false
+	}
+	for i := range want.GetAllowed() {
+		c, w := cur.GetAllowed()[i], want.GetAllowed()[i]
+		if !strings.EqualFold(c.GetIPProtocol(), w.GetIPProtocol()) || !sortedEq(c.GetPorts(), w.GetPorts()) {
+			return false
+		}
+	}
+	return true
+}
+
+func (l *loadBalancers) getForwardingRule(ctx context.Context, cl *clients, env *environment, name string) (*computepb.ForwardingRule, error) {
+	fr, err := call(ctx, l.c, "forwardingRules.get", func(ctx context.Context) (*computepb.ForwardingRule, error) {
+		return cl.forwardingRules.Get(ctx, &computepb.GetForwardingRuleRequest{Project: env.project, Region: env.region, ForwardingRule: name})
+	})
+	if cloudapi.IsNotFound(err) {
+		return nil, nil
+	}
+	return fr, err
+}
+
+// ensureForwardingRule creates the rule, or recreates it when something
+// it cannot change in place differs. It returns the rule's address.
+func (l *loadBalancers) ensureForwardingRule(ctx context.Context, cl *clients, env *environment, spec *lbSpec, want *computepb.ForwardingRule) (string, error) {
+	ports, portRange, all := spec.forwardingPorts()
+	want.Ports, want.AllPorts = ports, nil
+	if portRange != "" {
+		want.PortRange = &portRange
+	}
+	if all {
+		want.AllPorts = ptr(true)
+	}
+	if spec.ip != "" {
+		want.IPAddress = &spec.ip
+	}
+	cur, err := l.getForwardingRule(ctx, cl, env, spec.base)
+	if err != nil {
+		return "", err
+	}
+	if cur != nil && !sameForwardingRule(cur, want) {
+		klog.InfoS("Recreating forwarding rule", "service", spec.service, "name", spec.base)
+		if err := l.c.change(ctx, cl, "forwardingRules.delete", "replacing forwarding rule "+spec.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+			return cl.forwardingRules.Delete(ctx, &computepb.DeleteForwardingRuleRequest{RequestId: rid, Project: env.project, Region: env.region, ForwardingRule: spec.base})
+		}); err != nil && !cloudapi.IsNotFound(err) {
+			return "", err
+		}
+		cur = nil
+	}
+	if cur == nil {
+		if err := l.c.change(ctx, cl, "forwardingRules.insert", "creating forwarding rule "+spec.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+			return cl.forwardingRules.Insert(ctx, &computepb.InsertForwardingRuleRequest{RequestId: rid, Project: env.project, Region: env.region, ForwardingRuleResource: want})
+		}); err != nil {
+			return "", err
+		}
+		if cur, err = l.getForwardingRule(ctx, cl, env, spec.base); err != nil {
+			return "", err
+		}
+		if cur == nil {
+			return "", fmt.Errorf("forwarding rule %s was created but is not there yet", spec.base)
+		}
+		klog.InfoS("Created forwarding rule", "service", spec.service, "name", spec.base, "ip", cur.GetIPAddress())
+	}
+	return cur.GetIPAddress(), nil
+}
+
+func sameForwardingRule(cur, want *computepb.ForwardingRule) bool {
+	if want.IPAddress != nil && cur.GetIPAddress() != want.GetIPAddress() {
+		return false
+	}
+	tier := func(s string) string {
+		if s == "" {
+			return "PREMIUM"
+		}
+		return s
+	}
+	return cur.GetIPProtocol() == want.GetIPProtocol() &&
+		portsOf(cur) == portsOf(want) &&
+		shortURL(cur.GetTarget()) == shortURL(want.GetTarget()) &&
+		shortURL(cur.GetBackendService()) == shortURL(want.GetBackendService()) &&
+		strings.EqualFold(cur.GetLoadBalancingScheme(), want.GetLoadBalancingScheme()) &&
+		(want.NetworkTier == nil || tier(cur.GetNetworkTier()) == want.GetNetworkTier()) &&
+		lastSegment(cur.GetSubnetwork()) == lastSegment(want.GetSubnetwork()) &&
+		cur.GetAllowGlobalAccess() == want.GetAllowGlobalAccess()
+}
+
+// portsOf describes a rule's ports whichever way they were given: a list,
+// a range ("80-80" is port 80) or all ports.
+func portsOf(fr *computepb.ForwardingRule) string {
+	switch {
+	case fr.GetAllPorts():
+		return "all"
+	case len(fr.GetPorts()) > 0:
+		ps := slices.Clone(fr.GetPorts())
+		slices.Sort(ps)
+		return strings.Join(ps, ",")
+	}
+	lo, hi, ok := strings.Cut(fr.GetPortRange(), "-")
+	if !ok || lo == hi {
+		return lo
+	}
+	return lo + "-" + hi
+}
+
+// ensureInternal: a regional health check, one unmanaged instance group
+// per zone (shared by the cluster's internal load balancers, since an
+// instance can be in only one load-balanced group), a backend service and
+// an internal forwarding rule in the subnetwork.
+func (l *loadBalancers) ensureInternal(ctx context.Context, cl *clients, env *environment, spec *lbSpec, byZone map[string][]string) (string, error) {
+	hc, err := l.ensureRegionHealthCheck(ctx, cl, env, spec)
+	if err != nil {
+		return "", err
+	}
+	var groups []string
+	for _, zone := range slices.Sorted(maps.Keys(byZone)) {
+		g, err := l.ensureInstanceGroup(ctx, cl, env, zone, byZone[zone])
+		if err != nil {
+			return "", err
+		}
+		groups = append(groups, g)
+	}
+	bs, err := l.ensureBackendService(ctx, cl, env, spec, hc, groups)
+	if err != nil {
+		return "", err
+	}
+	if err := l.ensureFirewalls(ctx, cl, env, spec); err != nil {
+		return "", err
+	}
+	want := &computepb.ForwardingRule{
+		Name:                &spec.base,
+		Description:         ptr(description(spec)),
+		IPProtocol:          &spec.protocol,
+		BackendService:      &bs,
+		LoadBalancingScheme: ptr("INTERNAL"),
+		Network:             ptr(networkURL(env)),
+		Subnetwork:          ptr("projects/" + env.project + "/regions/" + env.region + "/subnetworks/" + spec.subnetwork),
+	}
+	if spec.globalAccess {
+		want.AllowGlobalAccess = ptr(true)
+	}
+	return l.ensureForwardingRule(ctx, cl, env, spec, want)
+}
+
+func (l *loadBalancers) ensureRegionHealthCheck(ctx context.Context, cl *clients, env *environment, spec *lbSpec) (string, error) {
+	name := spec.base + "-hc"
+	want := &computepb.HealthCheck{
+		Name: &name, Description: ptr(description(spec)), Type: ptr("HTTP"),
+		CheckIntervalSec: ptr(int32(8)), TimeoutSec: ptr(int32(1)), HealthyThreshold: ptr(int32(1)), UnhealthyThreshold: ptr(int32(3)),
+		HttpHealthCheck: &computepb.HTTPHealthCheck{Port: &spec.hcPort, RequestPath: &spec.hcPath},
+	}
+	cur, err := call(ctx, l.c, "regionHealthChecks.get", func(ctx context.Context) (*computepb.HealthCheck, error) {
+		return cl.regionHealth.Get(ctx, &computepb.GetRegionHealthCheckRequest{Project: env.project, Region: env.region, HealthCheck: name})
+	})
+	switch {
+	case cloudapi.IsNotFound(err):
+		err = l.c.change(ctx, cl, "regionHealthChecks.insert", "creating health check "+name, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+			return cl.regionHealth.Insert(ctx, &computepb.InsertRegionHealthCheckRequest{RequestId: rid, Project: env.project, Region: env.region, HealthCheckResource: want})
+		})
+	case err == nil && (cur.GetHttpHealthCheck().GetPort() != spec.hcPort || cur.GetHttpHealthCheck().GetRequestPath() != spec.hcPath):
+		err = l.c.change(ctx, cl, "regionHealthChecks.update", "updating health check "+name, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+			return cl.regionHealth.Update(ctx, &computepb.UpdateRegionHealthCheckRequest{RequestId: rid, Project: env.project, Region: env.region, HealthCheck: name, HealthCheckResource: want})
+		})
+	}
+	if err != nil {
+		return "", err
+	}
+	return "projects/" + env.project + "/regions/" + env.region + "/healthChecks/" + name, nil
+}
+
+func (c *Cloud) instanceGroupName() string { return c.prefix + "ig" }
+
+func (l *loadBalancers) ensureInstanceGroup(ctx context.Context, cl *clients, env *environment, zone string, names []string) (string, error) {
+	name := l.c.instanceGroupName()
+	_, err := call(ctx, l.c, "instanceGroups.get", func(ctx context.Context) (*computepb.InstanceGroup, error) {
+		return cl.instanceGroups.Get(ctx, &computepb.GetInstanceGroupRequest{Project: env.project, Zone: zone, InstanceGroup: name})
+	})
+	if cloudapi.IsNotFound(err) {
+		g := &computepb.InstanceGroup{Name: &name, Description: ptr(`{"managed-by":"polyccm"}`), Network: ptr(networkURL(env))}
+		err = l.c.change(ctx, cl, "instanceGroups.insert", "creating instance group "+name+" in "+zone, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+			return cl.instanceGroups.Insert(ctx, &computepb.InsertInstanceGroupRequest{RequestId: rid, Project: env.project, Zone: zone, InstanceGroupResource: g})
+		})
+	}
+	if err != nil {
+		return "", err
+	}
+	have, err := pages(ctx, l.c, "instanceGroups.listInstances", func(ctx context.Context, token string) ([]*computepb.InstanceWithNamedPorts, string, error) {
+		it := cl.instanceGroups.ListInstances(ctx, &computepb.ListInstancesInstanceGroupsRequest{Project: env.project, Zone: zone, InstanceGroup: name,
+			InstanceGroupsListInstancesRequestResource: &computepb.InstanceGroupsListInstancesRequest{}})
+		return nextPage[*computepb.InstanceWithNamedPorts](it, token)
+	})
+	if err != nil {
+		return "", err
+	}
+	haveSet := map[string]bool{}
+	for _, h := range have {
+		haveSet[shortURL(h.GetInstance())] = true
+	}
+	var add, remove []string
+	wantSet := map[string]bool{}
+	for _, n := range names {
+		u := instanceURL(env.project, zone, n)
+		wantSet[u] = true
+		if !haveSet[u] {
+			add = append(add, u)
+		}
+	}
+	for u := range haveSet {
+		if !wantSet[u] {
+			remove = append(remove, u)
+		}
+	}
+	sort.Strings(remove)
+	for _, chunk := range chunkStrings(add, targetPoolChunk) {
+		refs := refsOf(chunk)
+		if err := l.c.change(ctx, cl, "instanceGroups.addInstances", "adding instances to "+name+" in "+zone, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+			return cl.instanceGroups.AddInstances(ctx, &computepb.AddInstancesInstanceGroupRequest{RequestId: rid, Project: env.project, Zone: zone, InstanceGroup: name,
+				InstanceGroupsAddInstancesRequestResource: &computepb.InstanceGroupsAddInstancesRequest{Instances: refs}})
+		}); err != nil {
+			return "", err
+		}
+	}
+	for _, chunk := range chunkStrings(remove, targetPoolChunk) {
+		refs := refsOf(chunk)
+		if err := l.c.change(ctx, cl, "instanceGroups.removeInstances", "removing instances from "+name+" in "+zone, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+			return cl.instanceGroups.RemoveInstances(ctx, &computepb.RemoveInstancesInstanceGroupRequest{RequestId: rid, Project: env.project, Zone: zone, InstanceGroup: name,
+				InstanceGroupsRemoveInstancesRequestResource: &computepb.InstanceGroupsRemoveInstancesRequest{Instances: refs}})
+		}); err != nil {
+			return "", err
+		}
+	}
+	return "projects/" + env.project + "/zones/" + zone + "/instanceGroups/" + name, nil
+}
+
+func (l *loadBalancers) ensureBackendService(ctx context.Context, cl *clients, env *environment, spec *lbSpec, hc string, groups []string) (string, error) {
+	var backends []*computepb.Backend
+	for _, g := range groups {
+		backends = append(backends, &computepb.Backend{Group: ptr(g), BalancingMode: ptr("CONNECTION")})
+	}
+	want := &computepb.BackendService{
+		Name: &spec.base, Description: ptr(description(spec)), LoadBalancingScheme: ptr("INTERNAL"),
+		Protocol: &spec.protocol, HealthChecks: []string{hc}, Backends: backends,
+	}
+	cur, err := call(ctx, l.c, "regionBackendServices.get", func(ctx context.Context) (*computepb.BackendService, error) {
+		return cl.backendServices.Get(ctx, &computepb.GetRegionBackendServiceRequest{Project: env.project, Region: env.region, BackendService: spec.base})
+	})
+	switch {
+	case cloudapi.IsNotFound(err):
+		err = l.c.change(ctx, cl, "regionBackendServices.insert", "creating backend service "+spec.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+			return cl.backendServices.Insert(ctx, &computepb.InsertRegionBackendServiceRequest{RequestId: rid, Project: env.project, Region: env.region, BackendServiceResource: want})
+		})
+	case err == nil && !sameBackends(cur, want):
+		// Updates need the current fingerprint (optimistic locking).
+		want.Fingerprint = cur.Fingerprint
+		err = l.c.change(ctx, cl, "regionBackendServices.update", "updating backend service "+spec.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+			return cl.backendServices.Update(ctx, &computepb.UpdateRegionBackendServiceRequest{RequestId: rid, Project: env.project, Region: env.region, BackendService: spec.base, BackendServiceResource: want})
+		})
+	}
+	if err != nil {
+		return "", err
+	}
+	return "projects/" + env.project + "/regions/" + env.region + "/backendServices/" + spec.base, nil
+}
+
+func sameBackends(cur, want *computepb.BackendService) bool {
+	groups := func(bs *computepb.BackendService) []string {
+		var out []string
+		for _, b := range bs.GetBackends() {
+			out = append(out, shortURL(b.GetGroup()))
+		}
+		slices.Sort(out)
+		return out
+	}
+	return cur.GetProtocol() == want.GetProtocol() && slices.Equal(groups(cur), groups(want)) &&
+		len(cur.GetHealthChecks()) == 1 && shortURL(cur.GetHealthChecks()[0]) == want.GetHealthChecks()[0]
+}
+
+// EnsureLoadBalancerDeleted deletes everything made for the Service, in
+// dependency order; a resource already gone counts as deleted, and any
+// other doubt keeps the finalizer.
+func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
+	cl, env, err := l.setup(ctx)
+	if err != nil {
+		return err
+	}
+	base := l.c.lbName(svc)
+	del := func(op, what string, fn func(ctx context.Context, rid *string) (*compute.Operation, error)) error {
+		err := l.c.change(ctx, cl, op, what, fn)
+		if err != nil && !cloudapi.IsNotFound(err) {
+			l.recordOperationError(svc, err)
+			return err
+		}
+		return nil
+	}
+	steps := []struct {
+		op, what string
+		fn       func(ctx context.Context, rid *string) (*compute.Operation, error)
+	}{
+		{"forwardingRules.delete", "deleting forwarding rule " + base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+			return cl.forwardingRules.Delete(ctx, &computepb.DeleteForwardingRuleRequest{RequestId: rid, Project: env.project, Region: env.region, ForwardingRule: base})
+		}},
+		{"targetPools.delete", "deleting target pool " + base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+			return cl.targetPools.Delete(ctx, &computepb.DeleteTargetPoolRequest{RequestId: rid, Project: env.project, Region: env.region, TargetPool: base})
+		}},
+		{"regionBackendServices.delete", "deleting backend service " + base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+			return cl.backendServices.Delete(ctx, &computepb.DeleteRegionBackendServiceRequest{RequestId: rid, Project: env.project, Region: env.region, BackendService: base})
+		}},
+		{"regionHealthChecks.delete", "deleting health check " + base + "-hc", func(ctx context.Context, rid *string) (*compute.Operation, error) {
+			return cl.regionHealth.Delete(ctx, &computepb.DeleteRegionHealthCheckRequest{RequestId: rid, Project: env.project, Region: env.region, HealthCheck: base + "-hc"})
+		}},
+		{"firewalls.delete", "deleting firewall rule " + base + "-fw", func(ctx context.Context, rid *string) (*compute.Operation, error) {
+			return cl.firewalls.Delete(ctx, &computepb.DeleteFirewallRequest{RequestId: rid, Project: env.project, Firewall: base + "-fw"})
+		}},
+		{"firewalls.delete", "deleting firewall rule " + base + "-hcfw", func(ctx context.Context, rid *string) (*compute.Operation, error) {
+			return cl.firewalls.Delete(ctx, &computepb.DeleteFirewallRequest{RequestId: rid, Project: env.project, Firewall: base + "-hcfw"})
+		}},
+	}
+	for _, s := range steps {
+		if err := del(s.op, s.what, s.fn); err != nil {
+			return err
+		}
+	}
+	// The legacy health check comes from the discovery-based client.
+	rid := newRequestID()
+	op, err := call(ctx, l.c, "httpHealthChecks.delete", func(ctx context.Context) (*computev1.Operation, error) {
+		return cl.httpHealth.Delete(env.project, base+"-hc").RequestId(rid).Context(ctx).Do()
+	})
+	if err != nil && !cloudapi.IsNotFound(err) {
+		return fmt.Errorf("deleting health check %s-hc: %w", base, err)
+	}
+	if err == nil {
+		if err := l.c.wait(ctx, cl, globalOperation(env.project, op.Name), "deleting health check "+base+"-hc"); err != nil {
+			return err
+		}
+	}
+	return l.pruneInstanceGroups(ctx, cl, env)
+}
+
+// pruneInstanceGroups deletes the cluster's shared instance groups once no
+// internal load balancer of the cluster uses them.
+func (l *loadBalancers) pruneInstanceGroups(ctx context.Context, cl *clients, env *environment) error {
+	services, err := pages(ctx, l.c, "regionBackendServices.list", func(ctx context.Context, token string) ([]*computepb.BackendService, string, error) {
+		it := cl.backendServices.List(ctx, &computepb.ListRegionBackendServicesRequest{Project: env.project, Region: env.region})
+		return nextPage[*computepb.BackendService](it, token)
+	})
+	if err != nil {
+		return err
+	}
+	for _, bs := range services {
+		if strings.HasPrefix(bs.GetName(), l.c.prefix) {
+			return nil // still in use
+		}
+	}
+	groups, err := pages(ctx, l.c, "instanceGroups.aggregatedList", func(ctx context.Context, token string) ([]compute.InstanceGroupsScopedListPair, string, error) {
+		it := cl.instanceGroups.AggregatedList(ctx, &computepb.AggregatedListInstanceGroupsRequest{Project: env.project, Filter: ptr(nameFilter([]string{l.c.instanceGroupName()}))})
+		return nextPage[compute.InstanceGroupsScopedListPair](it, token)
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range groups {
+		zone := strings.TrimPrefix(p.Key, "zones/")
+		for _, g := range p.Value.GetInstanceGroups() {
+			if g.GetName() != l.c.instanceGroupName() {
+				continue
+			}
+			err := l.c.change(ctx, cl, "instanceGroups.delete", "deleting instance group "+g.GetName()+" in "+zone, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+				return cl.instanceGroups.Delete(ctx, &computepb.DeleteInstanceGroupRequest{RequestId: rid, Project: env.project, Zone: zone, InstanceGroup: g.GetName()})
+			})
+			if err != nil && !cloudapi.IsNotFound(err) {
+				return err
+			}
+		}
+	}
+	return nil
+}

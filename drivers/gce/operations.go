@@ -1,0 +1,161 @@
+package gce
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"strings"
+	"time"
+
+	compute "cloud.google.com/go/compute/apiv1"
+	"cloud.google.com/go/compute/apiv1/computepb"
+	"k8s.io/cloud-provider/api"
+
+	"github.com/polyccm/polyccm/core/cloudapi"
+)
+
+// Every Compute change returns an Operation. polyccm waits for it a short,
+// bounded while (polling through core, so the rate limit and metrics
+// apply), then lets the controller come back instead of holding a worker.
+const (
+	opBudget       = 10 * time.Second
+	opFirstPoll    = 200 * time.Millisecond
+	opMaxPoll      = 2 * time.Second
+	opRetryAfter   = 5 * time.Second
+	opMaxErrorsLen = 3
+)
+
+// operationError is an Operation that finished with errors.
+type operationError struct {
+	what   string
+	op     string
+	code   string
+	detail string
+}
+
+func (e *operationError) Error() string {
+	return fmt.Sprintf("%s: operation %s failed: %s: %s", e.what, e.op, e.code, e.detail)
+}
+
+// kind: what a failed operation means for the caller.
+func (e *operationError) kind() cloudapi.Kind {
+	switch e.code {
+	case "RESOURCE_NOT_FOUND", "NOT_FOUND":
+		return cloudapi.KindNotFound
+	case "ALREADY_EXISTS", "RESOURCE_ALREADY_EXISTS":
+		return cloudapi.KindExists
+	case "RESOURCE_NOT_READY", "RESOURCE_IN_USE_BY_ANOTHER_RESOURCE", "RESOURCE_OPERATION_RATE_EXCEEDED":
+		return cloudapi.KindConflict
+	case "RATE_LIMIT_EXCEEDED":
+		return cloudapi.KindThrottled
+	case "INTERNAL_ERROR", "SERVICE_UNAVAILABLE":
+		return cloudapi.KindUnavailable
+	}
+	return cloudapi.KindInvalid
+}
+
+// wait follows op until it is done, for at most opBudget. It returns nil
+// when the change is made, an *operationError when it failed, and an
+// api.RetryError when it is still running: the resource will be looked at
+// again on the next pass.
+func (c *Cloud) wait(ctx context.Context, cl *clients, p *computepb.Operation, what string) error {
+	deadline := time.Now().Add(opBudget)
+	pause := opFirstPoll
+	for {
+		if p.GetStatus() == computepb.Operation_DONE {
+			return operationResult(p, what)
+		}
+		if time.Now().After(deadline) {
+			return api.NewRetryError(fmt.Sprintf("%s: operation %s is still running; checking again in %s", what, p.GetName(), opRetryAfter), opRetryAfter)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(pause*2, opMaxPoll)
+		next, err := call(ctx, c, "operations.get", func(ctx context.Context) (*computepb.Operation, error) {
+			return getOperation(ctx, cl, p)
+		})
+		if err != nil {
+			return fmt.Errorf("%s: following operation %s: %w", what, p.GetName(), err)
+		}
+		p = next
+	}
+}
+
+func getOperation(ctx context.Context, cl *clients, p *computepb.Operation) (*computepb.Operation, error) {
+	project := projectOf(p.GetSelfLink())
+	switch {
+	case p.GetZone() != "":
+		return cl.zoneOps.Get(ctx, &computepb.GetZoneOperationRequest{Project: project, Zone: lastSegment(p.GetZone()), Operation: p.GetName()})
+	case p.GetRegion() != "":
+		return cl.regionOps.Get(ctx, &computepb.GetRegionOperationRequest{Project: project, Region: lastSegment(p.GetRegion()), Operation: p.GetName()})
+	}
+	return cl.globalOps.Get(ctx, &computepb.GetGlobalOperationRequest{Project: project, Operation: p.GetName()})
+}
+
+// operationResult reads a done Operation's errors.
+func operationResult(p *computepb.Operation, what string) error {
+	errs := p.GetError().GetErrors()
+	if len(errs) == 0 {
+		return nil
+	}
+	var msgs []string
+	for i, e := range errs {
+		if i == opMaxErrorsLen {
+			break
+		}
+		msgs = append(msgs, e.GetMessage())
+	}
+	return &operationError{what: what, op: p.GetName(), code: errs[0].GetCode(), detail: strings.Join(msgs, "; ")}
+}
+
+// projectOf reads the project from a resource URL.
+func projectOf(selfLink string) string {
+	_, rest, ok := strings.Cut("/"+selfLink, "/projects/")
+	if !ok {
+		return ""
+	}
+	p, _, _ := strings.Cut(rest, "/")
+	return p
+}
+
+// change runs a mutating call and waits for its Operation. Each change
+// carries a request ID that stays the same across retries, so GCE carries
+// out a repeated request once: a change whose answer was lost (a 5xx) is
+// retried safely. An insert that meets an existing resource counts as done.
+func (c *Cloud) change(ctx context.Context, cl *clients, opName, what string, fn func(ctx context.Context, rid *string) (*compute.Operation, error)) error {
+	rid := newRequestID()
+	var opts []cloudapi.CallOption
+	insert := strings.HasSuffix(opName, ".insert")
+	if insert {
+		opts = append(opts, cloudapi.Creates())
+	}
+	op, err := call(ctx, c, opName, func(ctx context.Context) (*compute.Operation, error) { return fn(ctx, &rid) }, opts...)
+	if err != nil {
+		if cloudapi.KindOf(err) == cloudapi.KindExists && insert {
+			return nil
+		}
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return c.wait(ctx, cl, op.Proto(), what)
+}
+
+// newRequestID is a UUID, the form GCE's requestId takes.
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// globalOperation stands for an Operation the discovery-based client
+// returned, so wait follows it with the same machinery (its first poll
+// reads the real status and errors).
+func globalOperation(project, name string) *computepb.Operation {
+	return &computepb.Operation{Name: &name, SelfLink: ptr("projects/" + project + "/global/operations/" + name)}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,72 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	fakegce "github.com/polyccm/polyccm/test/fakecloud/gce"
+	"github.com/polyccm/polyccm/test/harness"
+)
+
+const (
+	gceProject = "polyccm-e2e"
+	gceRegion  = "us-central1"
+	gceNodeTag = "k8s-node"
+)
+
+// gceEnv is one polyccm with the GCE driver against a fresh fake Compute
+// API, authenticating with a service-account key the fake issued.
+type gceEnv struct {
+	*env
+	fake *fakegce.Server
+}
+
+func newGCEEnv(t *testing.T, tweak func(*harness.Settings)) *gceEnv {
+	t.Helper()
+	e := &gceEnv{env: newEnv(t)}
+	token := "ya29.e2e-" + strings.Repeat("x", 20)
+	e.secret = token
+	e.fake = fakegce.New(gceProject, token)
+	if err := e.fake.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e.closer = append(e.closer, e.fake.Close)
+	key, err := e.fake.ServiceAccountKey("polyccm@" + gceProject + ".iam.gserviceaccount.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := e.writeFile("gce-key.json", string(key))
+	s := harness.Settings{
+		Driver: "gce",
+		DriverBlock: fmt.Sprintf("project: %s\nregion: %s\nnetwork: default\nsubnetwork: default\nnodeTags: [%s]\ncredentials: {file: %s}\nendpoint: %s",
+			gceProject, gceRegion, gceNodeTag, keyFile, e.fake.URL()),
+	}
+	if tweak != nil {
+		tweak(&s)
+	}
+	e.run(s, nil)
+	return e
+}
+
+// instance adds a running instance for node i in zone.
+func (e *gceEnv) instance(i int, zone string) fakegce.Instance {
+	return e.fake.AddInstance(fakegce.Instance{Name: e.nodeName(i), Zone: zone, MachineType: "e2-standard-4", Status: fakegce.StatusRunning, Tags: []string{gceNodeTag}})
+}
+
+func (e *gceEnv) providerID(in fakegce.Instance) string {
+	return "gce://" + gceProject + "/" + in.Zone + "/" + in.Name
+}
+
+// calls sums polyccm's calls whose endpoint contains part.
+func (e *gceEnv) calls(part string) int {
+	n := 0
+	for ep, c := range e.fake.Faults().Calls() {
+		if strings.Contains(ep, part) {
+			n += c
+		}
+	}
+	return n
+}
