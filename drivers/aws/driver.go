@@ -126,9 +126,10 @@ type Cloud struct {
 	clients *clients // built on first use, once the region is known
 	vpc     string   // from the instance metadata service, when not configured
 
-	zoneIDs zoneIDCache
-	lbs     *loadBalancers
-	routes  *routes
+	zoneIDs   zoneIDCache
+	listSizes instances.ListSizes // instances per VPC, to price full listings
+	lbs       *loadBalancers
+	routes    *routes
 }
 
 // clients are the SDK clients for the cluster's region.
@@ -276,6 +277,16 @@ type credentialsError struct{ err error }
 
 func (e *credentialsError) Error() string { return "AWS credentials: " + e.err.Error() }
 func (e *credentialsError) Unwrap() error { return e.err }
+
+// knownVPC is the cluster's VPC if known without asking anyone.
+func (c *Cloud) knownVPC() string {
+	if c.cfg.VPCID != "" {
+		return c.cfg.VPCID
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.vpc
+}
 
 func orDefault(v, def string) string {
 	if v == "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -71,14 +72,33 @@ func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (inst
 	}
 
 	var all []ec2types.Instance
-	for _, chunk := range chunks(sortedKeys(byID), filterChunk) {
+	ids, names := sortedKeys(byID), sortedKeys(byName)
+	filtered := (len(ids)+filterChunk-1)/filterChunk + (len(names)+filterChunk-1)/filterChunk
+	if vpc := c.knownVPC(); vpc != "" && c.listSizes.PreferFull(vpc, filtered, describePage) {
+		// One listing of the cluster's VPC answers this batch and, through
+		// the cache, the lookups right behind it.
+		got, err := c.describeInstances(ctx, cl, []ec2types.Filter{{Name: aws.String("vpc-id"), Values: []string{vpc}}})
+		if err != nil {
+			return instances.Answer{}, err
+		}
+		c.listSizes.Set(vpc, len(got))
+		all = got
+		listed := map[string]bool{}
+		for i := range got {
+			listed[aws.ToString(got[i].PrivateDnsName)] = true
+		}
+		// Names outside the VPC listing get the filtered lookup below;
+		// IDs are confirmed one by one, as after a filtered listing.
+		ids, names = nil, slices.DeleteFunc(names, func(n string) bool { return listed[n] })
+	}
+	for _, chunk := range chunks(ids, filterChunk) {
 		got, err := c.describeInstances(ctx, cl, []ec2types.Filter{{Name: aws.String("instance-id"), Values: chunk}})
 		if err != nil {
 			return instances.Answer{}, err
 		}
 		all = append(all, got...)
 	}
-	for _, chunk := range chunks(sortedKeys(byName), filterChunk) {
+	for _, chunk := range chunks(names, filterChunk) {
 		got, err := c.describeInstances(ctx, cl, []ec2types.Filter{{Name: aws.String("private-dns-name"), Values: chunk}})
 		if err != nil {
 			return instances.Answer{}, err

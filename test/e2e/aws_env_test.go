@@ -1,0 +1,91 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/polyccm/polyccm/drivers/aws"
+	fakeaws "github.com/polyccm/polyccm/test/fakecloud/aws"
+	"github.com/polyccm/polyccm/test/harness"
+)
+
+const (
+	awsAccessKey = "AKIAE2ETESTKEY000001"
+	awsSecretKey = "e2eSecretKey/ShouldNeverBeLogged+0123456"
+)
+
+// awsEnv is one polyccm with the AWS driver against a fresh fake EC2 and
+// ELBv2, with static keys given as polyccm secrets. The cluster's VPC has
+// a tagged subnet in two zones and a tagged route table.
+type awsEnv struct {
+	*env
+	fake    *fakeaws.Server
+	vpc     fakeaws.VPC
+	subnets map[string]fakeaws.Subnet // by zone
+	table   fakeaws.RouteTable
+}
+
+func newAWSEnv(t *testing.T, tweak func(*harness.Settings)) *awsEnv {
+	t.Helper()
+	e := &awsEnv{env: newEnv(t), subnets: map[string]fakeaws.Subnet{}}
+	e.secret = awsSecretKey
+	e.fake = fakeaws.New(awsAccessKey, awsSecretKey)
+	if err := e.fake.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e.closer = append(e.closer, e.fake.Close)
+	owned := map[string]string{aws.TagClusterPrefix + "e2e": aws.TagOwned}
+	e.vpc = e.fake.AddVPC(fakeaws.VPC{CIDRBlock: "10.0.0.0/16", Tags: owned})
+	for _, z := range []string{"eu-west-1a", "eu-west-1b"} {
+		e.subnets[z] = e.fake.AddSubnet(fakeaws.Subnet{
+			VPCID: e.vpc.ID, AvailabilityZone: z, MapPublicIPOnLaunch: true,
+			Tags: map[string]string{aws.TagClusterPrefix + "e2e": aws.TagShared, aws.TagRoleELB: "1", "Name": "public-" + z},
+		})
+	}
+	e.table = e.fake.AddRouteTable(fakeaws.RouteTable{VPCID: e.vpc.ID, Tags: owned})
+
+	s := harness.Settings{
+		Driver: "aws",
+		DriverBlock: fmt.Sprintf("region: eu-west-1\nvpcID: %s\naccessKeyID: {file: %s}\nsecretAccessKey: {file: %s}\nendpoints:\n  ec2: %s\n  elbv2: %s\n  sts: %s\n  imds: %s",
+			e.vpc.ID, e.writeFile("aws-key-id", awsAccessKey), e.writeFile("aws-secret", awsSecretKey+"\n"),
+			e.fake.EC2URL(), e.fake.ELBv2URL(), e.fake.STSURL(), e.fake.IMDSURL()),
+	}
+	if tweak != nil {
+		tweak(&s)
+	}
+	// Nothing from this machine's AWS setup may leak into the test.
+	e.run(s, []string{
+		"AWS_CONFIG_FILE=" + e.dir + "/no-aws-config",
+		"AWS_SHARED_CREDENTIALS_FILE=" + e.dir + "/no-aws-credentials",
+		"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_PROFILE=", "AWS_REGION=",
+	})
+	return e
+}
+
+// instance adds a running instance for node i in zone; its private DNS
+// name is the node name.
+func (e *awsEnv) instance(i int, zone string) fakeaws.Instance {
+	return e.fake.AddInstance(fakeaws.Instance{
+		SubnetID:       e.subnets[zone].ID,
+		InstanceType:   "m6i.large",
+		PrivateDNSName: e.nodeName(i) + ".ec2.internal", // fits the 63-byte hostname label
+	})
+}
+
+func (e *awsEnv) providerID(in fakeaws.Instance) string {
+	return aws.ProviderID(in.AvailabilityZone, in.ID)
+}
+
+// calls sums polyccm's calls of the actions whose name contains part.
+func (e *awsEnv) calls(part string) int {
+	n := 0
+	for ep, c := range e.fake.Faults().Calls() {
+		if strings.Contains(ep, part) {
+			n += c
+		}
+	}
+	return n
+}
