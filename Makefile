@@ -1,6 +1,6 @@
 # polyccm: one static cloud-controller-manager binary for several clouds.
 #
-#   make demo                   the main job on a local cluster and a simulated cloud
+#   make demo [DRIVER=gce|aws]  the main job on a local cluster and a simulated cloud
 #   make test                   unit tests, the build-tag matrix and the e2e
 #   make build                  bin/polyccm with every driver
 #   make build DRIVERS=aws,digitalocean   only those drivers
@@ -84,6 +84,21 @@ test-e2e: tools build
 test: lint tools
 	CCMTEST_REQUIRE_CLUSTER=1 $(MAKE) test-unit
 	$(MAKE) test-e2e
+
+# make demo DRIVER=NAME runs on one of the simulated clouds of test/demo
+# (a file each). DRIVER is checked before anything is built; with DRIVERS
+# set, the build must include it.
+DEMO_DRIVERS := digitalocean gce aws
+ifneq ($(filter demo,$(MAKECMDGOALS)),)
+ifeq ($(filter $(DEMO_DRIVERS),$(DRIVER)),)
+$(error DRIVER=$(DRIVER): the demo simulates $(DEMO_DRIVERS): run make demo DRIVER=one of them)
+endif
+ifneq ($(DRIVERS),)
+ifeq ($(filter $(DRIVER),$(subst $(comma),$(space),$(DRIVERS))),)
+$(error DRIVER=$(DRIVER) is not among DRIVERS=$(DRIVERS); add it, or leave DRIVERS unset to build every driver)
+endif
+endif
+endif
 
 demo: tools build
 	CCMTEST_POLYCCM_BIN=$(CURDIR)/$(BIN) $(GO) run ./test/demo -driver $(DRIVER)

@@ -1,25 +1,32 @@
 // Command demo shows polyccm's main job end to end on this machine: a real
 // etcd and kube-apiserver, a simulated cloud, and the real polyccm binary
-// initializing a few dozen Nodes that register at once, then reacting to a
-// powered-off and a deleted instance. Run it with `make demo`.
+// initializing a few dozen Nodes that register at once, then serving a
+// Service of type LoadBalancer and reacting to a powered-off and a deleted
+// instance. Run it with `make demo` (DigitalOcean), `make demo DRIVER=gce`
+// or `make demo DRIVER=aws`.
+//
+// Each simulated cloud is a file of its own (digitalocean.go, gce.go,
+// aws.go) implementing the cloud interface below over its fake API from
+// test/fakecloud.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
-	"github.com/digitalocean/godo"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,54 +34,106 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/polyccm/polyccm/test/cluster"
-	fakedo "github.com/polyccm/polyccm/test/fakecloud/digitalocean"
 	"github.com/polyccm/polyccm/test/harness"
 )
 
+// clusterName is the polyccm clusterName of the demo, which names and tags
+// what it creates in the cloud.
+const clusterName = "demo"
+
+// clouds are the simulated clouds, by driver name.
+var clouds = map[string]func(latency time.Duration) (cloud, error){
+	"digitalocean": newDigitalOcean,
+	"gce":          newGCE,
+	"aws":          newAWS,
+}
+
+func cloudNames() string {
+	var names []string
+	for n := range clouds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
 func main() {
-	driverName := flag.String("driver", "digitalocean", "the simulated cloud (digitalocean)")
-	n := flag.Int("nodes", 36, "how many nodes register at once")
+	driverName := flag.String("driver", "digitalocean", "the simulated cloud: "+cloudNames())
+	n := flag.Int("nodes", 36, "how many nodes register at once (at least 3)")
 	latency := flag.Duration("latency", 30*time.Millisecond, "simulated cloud API latency per call")
 	keep := flag.Bool("keep", false, "keep everything running until Ctrl-C (prints a kubeconfig to explore with kubectl)")
 	flag.Parse()
 	if err := run(*driverName, *n, *latency, *keep); err != nil {
-		fmt.Fprintln(os.Stderr, "demo:", err)
+		fmt.Fprintln(os.Stderr, "\ndemo failed:", err)
 		os.Exit(1)
 	}
 }
 
-type demo struct {
-	ctx   context.Context
-	dir   string
-	cp    *harness.ControlPlane
-	kube  kubernetes.Interface
-	cloud cloud
-	ccm   *harness.CCM
-}
-
 // cloud is what the demo needs from a simulated cloud.
 type cloud interface {
-	// configBlock is the drivers.<name> config section for polyccm.
+	// title names the cloud in the output ("Google Compute Engine").
+	title() string
+	// configBlock is the drivers.<name> config section for polyccm; files
+	// it needs (credentials) go into dir.
 	configBlock(dir string) (string, error)
-	// addInstances creates n running instances named name(i) and returns
-	// the providerIDs kubelets would know (some empty: found by name).
-	addInstances(n int, name func(int) string) []string
+	// env is added to polyccm's environment (nil: nothing).
+	env(dir string) []string
+	// addInstances creates n running instances and returns the Nodes their
+	// kubelets would register: name and providerID (some providerIDs
+	// empty: polyccm finds those instances by name).
+	addInstances(n int) []node
+	// powerOff stops instance i, remove deletes it.
 	powerOff(i int) error
 	remove(i int) error
-	// describeLB summarises the load balancer with this ID, if it exists.
+	// lbPorts are the ports of the demo's Service of type LoadBalancer,
+	// ones the cloud's load balancers can serve together.
+	lbPorts() []v1.ServicePort
+	// lbID finds the load balancer of a Service that has an ingress; ""
+	// if there is none.
+	lbID(svc *v1.Service) string
+	// describeLB summarises that load balancer, if it exists.
 	describeLB(id string) (string, bool)
+	// lbLeftovers lists cloud resources of load balancers that still
+	// exist (nothing once the Service's load balancer is fully deleted).
+	lbLeftovers() []string
+	// calls counts polyccm's calls to the cloud API.
 	calls() int
 	close()
 }
 
-func run(driverName string, n int, latency time.Duration, keep bool) error {
+// node is a Node as its kubelet registers it.
+type node struct{ name, providerID string }
+
+type demo struct {
+	ctx    context.Context
+	driver string
+	dir    string
+	cp     *harness.ControlPlane
+	kube   kubernetes.Interface
+	cloud  cloud
+	ccm    *harness.CCM
+	nodes  []node
+}
+
+func run(driverName string, n int, latency time.Duration, keep bool) (err error) {
+	newCloud, ok := clouds[driverName]
+	if !ok {
+		return fmt.Errorf("no simulated cloud for driver %q; run make demo DRIVER=NAME with one of: %s", driverName, cloudNames())
+	}
+	if n < 3 {
+		return fmt.Errorf("-nodes %d: the demo powers off node 1 and deletes node 2, so it needs at least 3", n)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	d := &demo{ctx: ctx}
-	var err error
+	d := &demo{ctx: ctx, driver: driverName}
 	if d.dir, err = os.MkdirTemp("", "polyccm-demo-"); err != nil {
 		return err
 	}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%w\n\nEverything the demo wrote (configs, logs) stays in %s", err, d.dir)
+		}
+	}()
 	step("polyccm demo: driver %s, %d nodes, %s simulated API latency", driverName, n, latency)
 
 	if p := os.Getenv(harness.EnvPolyccmBin); p != "" {
@@ -84,6 +143,9 @@ func run(driverName string, n int, latency time.Duration, keep bool) error {
 	}
 	bin, err := harness.Polyccm(ctx, d.dir)
 	if err != nil {
+		return err
+	}
+	if err := checkDriver(ctx, bin, driverName); err != nil {
 		return err
 	}
 
@@ -97,16 +159,12 @@ func run(driverName string, n int, latency time.Duration, keep bool) error {
 	d.kube = d.cp.Admin
 	done("kube-apiserver at %s in %s; polyccm runs as user %s with packaging/kubernetes/rbac.yaml", d.cp.URL, since(start), harness.PolyccmUser)
 
-	switch driverName {
-	case "digitalocean":
-		d.cloud = newDigitalOcean(latency)
-	default:
-		return fmt.Errorf("no simulated cloud for driver %q yet (have: digitalocean)", driverName)
+	if d.cloud, err = newCloud(latency); err != nil {
+		return fmt.Errorf("starting the simulated %s API: %w", driverName, err)
 	}
 	defer d.cloud.close()
-	name := func(i int) string { return fmt.Sprintf("node-%02d", i) }
-	step("Starting the simulated %s API with %d running instances", driverName, n)
-	providerIDs := d.cloud.addInstances(n, name)
+	step("Starting the simulated %s API with %d running instances", d.cloud.title(), n)
+	d.nodes = d.cloud.addInstances(n)
 
 	step("Starting polyccm")
 	port, err := harness.FreePort()
@@ -118,57 +176,58 @@ func run(driverName string, n int, latency time.Duration, keep bool) error {
 		return err
 	}
 	s := harness.Settings{
-		Driver: driverName, Kubeconfig: d.cp.PolyccmKubeconfig, Port: port, ClusterName: "demo",
+		Driver: driverName, Kubeconfig: d.cp.PolyccmKubeconfig, Port: port, ClusterName: clusterName,
 		DriverBlock: block, MonitorPeriod: 2 * time.Second, CacheTTL: 2 * time.Second, LeaseDuration: 15 * time.Second,
 		Controllers: "nodes: true\nnodeLifecycle: true\nservices: true",
 	}
-	d.ccm, err = harness.StartCCM(harness.CCMOptions{Bin: bin, Dir: d.dir, Config: s.Config(), Port: port})
+	d.ccm, err = harness.StartCCM(harness.CCMOptions{Bin: bin, Dir: d.dir, Config: s.Config(), Port: port, Env: d.cloud.env(d.dir)})
 	if err != nil {
 		return err
 	}
 	defer d.ccm.Stop(10 * time.Second)
 	if err := d.ccm.WaitReady(ctx); err != nil {
-		return err
+		return fmt.Errorf("%w\n\nCheck the config %s against the log %s", err, d.ccm.ConfigPath, d.ccm.LogPath)
 	}
 	done("ready: https://127.0.0.1:%d/readyz; config %s; log %s", port, d.ccm.ConfigPath, d.ccm.LogPath)
 
 	step("Registering %d nodes at once, tainted %s (as kubelet --cloud-provider=external does)", n, harness.UninitializedTaint.Key)
-	if err := d.registerAll(n, name, providerIDs); err != nil {
+	if err := d.registerAll(); err != nil {
 		return err
 	}
-	if err := d.waitInitialized(n, name); err != nil {
+	if err := d.waitInitialized(); err != nil {
 		return err
 	}
-	if err := d.printNodes(n, name); err != nil {
-		return err
-	}
-
-	if err := d.loadBalancer(driverName); err != nil {
+	if err := d.printNodes(); err != nil {
 		return err
 	}
 
-	step("Powering off the instance of %s", name(1))
+	if err := d.loadBalancer(); err != nil {
+		return err
+	}
+
+	off, gone := d.nodes[1].name, d.nodes[2].name
+	step("Powering off the instance of %s", off)
 	if err := d.cloud.powerOff(1); err != nil {
-		return err
+		return fmt.Errorf("powering off the instance of %s in the simulated cloud: %w", off, err)
 	}
-	if err := d.waitFor(name(1)+" gets the shutdown taint", func() (bool, error) {
-		node, err := d.kube.CoreV1().Nodes().Get(ctx, name(1), metav1.GetOptions{})
+	if err := d.waitFor(off+" gets the shutdown taint", func() (bool, error) {
+		node, err := d.kube.CoreV1().Nodes().Get(ctx, off, metav1.GetOptions{})
 		return err == nil && harness.HasTaint(node, harness.ShutdownTaint), nil
 	}); err != nil {
 		return err
 	}
-	step("Deleting the instance of %s", name(2))
+	step("Deleting the instance of %s", gone)
 	if err := d.cloud.remove(2); err != nil {
-		return err
+		return fmt.Errorf("deleting the instance of %s in the simulated cloud: %w", gone, err)
 	}
-	if err := d.waitFor(name(2)+" is deleted from the cluster", func() (bool, error) {
-		_, err := d.kube.CoreV1().Nodes().Get(ctx, name(2), metav1.GetOptions{})
+	if err := d.waitFor(gone+" is deleted from the cluster", func() (bool, error) {
+		_, err := d.kube.CoreV1().Nodes().Get(ctx, gone, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	}); err != nil {
 		return err
 	}
 
-	fmt.Printf("\nDone. %d cloud API calls in all for %d nodes.\n", d.cloud.calls(), n)
+	fmt.Printf("\nDone. %s in all for %d nodes and one load balancer.\n", calls(d.cloud.calls()), n)
 	if keep {
 		fmt.Printf("\nStill running. Explore with:\n  kubectl --kubeconfig %s get nodes -o wide\n  curl -k https://127.0.0.1:%d/readyz?verbose\nCtrl-C to stop.\n", d.cp.AdminKubeconfig, port)
 		<-ctx.Done()
@@ -176,7 +235,7 @@ func run(driverName string, n int, latency time.Duration, keep bool) error {
 	}
 	fmt.Println("Stopping polyccm, kube-apiserver and etcd.")
 	if code, err := d.ccm.Stop(10 * time.Second); err != nil || code != 0 {
-		fmt.Printf("polyccm exit code %d (%v)\n", code, err)
+		fmt.Printf("polyccm exit code %d (%v); its log: %s\n", code, err, d.ccm.LogPath)
 	}
 	if !keep {
 		os.RemoveAll(d.dir)
@@ -184,26 +243,44 @@ func run(driverName string, n int, latency time.Duration, keep bool) error {
 	return nil
 }
 
+// checkDriver makes sure the binary has the demo's driver: a build with
+// DRIVERS=... may leave it out.
+func checkDriver(ctx context.Context, bin, driverName string) error {
+	out, err := exec.CommandContext(ctx, bin, "drivers").Output()
+	if err != nil {
+		return fmt.Errorf("%s drivers: %w; rebuild it with make build", bin, err)
+	}
+	have := strings.Fields(string(out))
+	if !slices.Contains(have, driverName) {
+		return fmt.Errorf("%s has no %s driver (only %s); rebuild it with every driver (make build, without DRIVERS) or with DRIVERS=%s",
+			bin, driverName, strings.Join(have, ", "), driverName)
+	}
+	return nil
+}
+
 // loadBalancer creates a Service of type LoadBalancer, shows its ingress
 // and load balancer, then deletes it and shows the load balancer go.
-func (d *demo) loadBalancer(driverName string) error {
-	step("Creating Service default/hello of type LoadBalancer (ports 80/TCP and 53/UDP)")
+func (d *demo) loadBalancer() error {
+	ports := d.cloud.lbPorts()
+	var desc []string
+	for _, p := range ports {
+		desc = append(desc, fmt.Sprintf("%d/%s", p.Port, p.Protocol))
+	}
+	step("Creating Service default/hello of type LoadBalancer (ports %s)", strings.Join(desc, " and "))
 	svc := &v1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "default"},
 		Spec: v1.ServiceSpec{
 			Type:     v1.ServiceTypeLoadBalancer,
 			Selector: map[string]string{"app": "hello"},
-			Ports: []v1.ServicePort{
-				{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)},
-				{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53, TargetPort: intstr.FromInt32(5353)},
-			},
+			Ports:    ports,
 		},
 	}
 	if _, err := d.kube.CoreV1().Services("default").Create(d.ctx, svc, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	var ingress, id string
-	if err := d.waitFor("default/hello has an external IP", func() (bool, error) {
+	var ingress v1.LoadBalancerIngress
+	var id string
+	if err := d.waitFor("default/hello has an external address", func() (bool, error) {
 		s, err := d.kube.CoreV1().Services("default").Get(d.ctx, "hello", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -211,50 +288,57 @@ func (d *demo) loadBalancer(driverName string) error {
 		if len(s.Status.LoadBalancer.Ingress) == 0 {
 			return false, nil
 		}
-		ingress = s.Status.LoadBalancer.Ingress[0].IP
-		id = s.Annotations[lbIDAnnotation[driverName]]
+		ingress = s.Status.LoadBalancer.Ingress[0]
+		id = d.cloud.lbID(s)
 		return true, nil
 	}); err != nil {
-		return err
+		return fmt.Errorf("%w\n\nThe Service's events: kubectl --kubeconfig %s describe service hello", err, d.cp.AdminKubeconfig)
 	}
-	fmt.Printf("\n    EXTERNAL-IP %s\n", ingress)
+	if ingress.IP != "" {
+		fmt.Printf("\n    EXTERNAL-IP %s\n", ingress.IP)
+	} else {
+		fmt.Printf("\n    EXTERNAL-HOSTNAME %s\n", ingress.Hostname)
+	}
 	if desc, ok := d.cloud.describeLB(id); ok {
 		fmt.Printf("    %s\n\n", desc)
+	} else {
+		return fmt.Errorf("the Service has an ingress (%+v) but the simulated cloud has no load balancer for it (found %q); see %s", ingress, id, d.ccm.LogPath)
 	}
 	step("Deleting Service default/hello")
 	if err := d.kube.CoreV1().Services("default").Delete(d.ctx, "hello", metav1.DeleteOptions{}); err != nil {
 		return err
 	}
-	return d.waitFor("its load balancer is deleted and the Service is gone", func() (bool, error) {
+	var left []string
+	err := d.waitFor("its load balancer is deleted and the Service is gone", func() (bool, error) {
 		_, err := d.kube.CoreV1().Services("default").Get(d.ctx, "hello", metav1.GetOptions{})
-		_, exists := d.cloud.describeLB(id)
-		return apierrors.IsNotFound(err) && !exists, nil
+		left = d.cloud.lbLeftovers()
+		return apierrors.IsNotFound(err) && len(left) == 0, nil
 	})
+	if err != nil && len(left) > 0 {
+		return fmt.Errorf("%w\n\nStill in the simulated cloud: %s", err, strings.Join(left, ", "))
+	}
+	return err
 }
 
-// lbIDAnnotation is where each driver records a Service's load balancer.
-var lbIDAnnotation = map[string]string{"digitalocean": "kubernetes.digitalocean.com/load-balancer-id"}
-
-func (d *demo) registerAll(n int, name func(int) string, providerIDs []string) error {
+func (d *demo) registerAll() error {
 	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
+	errs := make([]error, len(d.nodes))
+	for i, n := range d.nodes {
 		wg.Go(func() {
-			_, errs[i] = d.kube.CoreV1().Nodes().Create(d.ctx, harness.UninitializedNode(name(i), providerIDs[i]), metav1.CreateOptions{})
+			_, errs[i] = d.kube.CoreV1().Nodes().Create(d.ctx, harness.UninitializedNode(n.name, n.providerID), metav1.CreateOptions{})
 		})
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// waitInitialized shows progress until every node lost the taint.
-func (d *demo) waitInitialized(n int, name func(int) string) error {
+// waitInitialized shows progress until every node lost the taint: one
+// line rewritten in place on a terminal, a line per change otherwise.
+func (d *demo) waitInitialized() error {
 	start := time.Now()
+	n := len(d.nodes)
+	tty := isTerminal(os.Stdout)
+	last, lastAt := -1, time.Time{}
 	for {
 		nodes, err := d.kube.CoreV1().Nodes().List(d.ctx, metav1.ListOptions{})
 		if err != nil {
@@ -266,30 +350,60 @@ func (d *demo) waitInitialized(n int, name func(int) string) error {
 				ready++
 			}
 		}
-		fmt.Printf("\r  nodes initialized %d/%d · cloud API calls so far %d · %s   ", ready, n, d.cloud.calls(), since(start))
+		progress := fmt.Sprintf("    nodes initialized %d/%d · cloud API calls so far %d · %s", ready, n, d.cloud.calls(), since(start))
+		switch {
+		case tty:
+			fmt.Printf("\r%s   ", progress)
+			if ready == n {
+				fmt.Println()
+			}
+		case ready != last || time.Since(lastAt) > 10*time.Second:
+			fmt.Println(progress)
+			last, lastAt = ready, time.Now()
+		}
 		if ready == n {
-			fmt.Println()
-			done("all %d nodes initialized in %s with %d cloud API calls (batched: not one call per node)", n, since(start), d.cloud.calls())
+			done("all %d nodes initialized in %s with %s (batched: not one call per node)", n, since(start), calls(d.cloud.calls()))
 			return nil
 		}
-		if time.Since(start) > 2*time.Minute {
-			fmt.Println()
-			return fmt.Errorf("only %d of %d nodes initialized after 2 minutes; see %s", ready, n, d.ccm.LogPath)
+		if time.Since(start) > initTimeout {
+			if tty {
+				fmt.Println()
+			}
+			return d.stuck(fmt.Sprintf("only %d of %d nodes initialized after %s", ready, n, initTimeout))
 		}
 		select {
 		case <-d.ctx.Done():
+			if tty {
+				fmt.Println()
+			}
 			return d.ctx.Err()
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }
 
-func (d *demo) printNodes(n int, name func(int) string) error {
-	fmt.Println()
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tPROVIDER ID\tTYPE\tREGION\tINTERNAL IP\tEXTERNAL IP\tHOSTNAME")
-	for i := range n {
-		node, err := d.kube.CoreV1().Nodes().Get(d.ctx, name(i), metav1.GetOptions{})
+// How long polyccm gets for each step; every one takes seconds at most
+// when things work.
+const (
+	initTimeout = time.Minute
+	stepTimeout = time.Minute
+)
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func (d *demo) printNodes() error {
+	type row struct {
+		node                            *v1.Node
+		internal, external, hostname    string
+		providerID, typ, region, zoneID string
+	}
+	var rows []row
+	withZone, sameHost := false, true
+	for _, n := range d.nodes {
+		node, err := d.kube.CoreV1().Nodes().Get(d.ctx, n.name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -297,12 +411,44 @@ func (d *demo) printNodes(n int, name func(int) string) error {
 		for _, a := range node.Status.Addresses {
 			addr[a.Type] = append(addr[a.Type], a.Address)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", node.Name, node.Spec.ProviderID,
-			node.Labels[v1.LabelInstanceTypeStable], node.Labels[v1.LabelTopologyRegion],
-			strings.Join(addr[v1.NodeInternalIP], ","), strings.Join(addr[v1.NodeExternalIP], ","),
-			strings.Join(addr[v1.NodeHostName], ","))
+		r := row{node: node, providerID: node.Spec.ProviderID,
+			internal: strings.Join(addr[v1.NodeInternalIP], ","), external: strings.Join(addr[v1.NodeExternalIP], ","),
+			hostname: strings.Join(addr[v1.NodeHostName], ",")}
+		if node.Labels[v1.LabelTopologyZone] != "" {
+			withZone = true
+		}
+		if r.hostname != node.Name {
+			sameHost = false
+		}
+		rows = append(rows, r)
+	}
+	fmt.Println()
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	cols := []string{"NAME", "PROVIDER ID", "TYPE", "REGION"}
+	if withZone {
+		cols = append(cols, "ZONE")
+	}
+	cols = append(cols, "INTERNAL IP", "EXTERNAL IP")
+	if !sameHost {
+		cols = append(cols, "HOSTNAME")
+	}
+	fmt.Fprintln(w, strings.Join(cols, "\t"))
+	for _, r := range rows {
+		l := r.node.Labels
+		f := []string{r.node.Name, r.providerID, l[v1.LabelInstanceTypeStable], l[v1.LabelTopologyRegion]}
+		if withZone {
+			f = append(f, l[v1.LabelTopologyZone])
+		}
+		f = append(f, r.internal, r.external)
+		if !sameHost {
+			f = append(f, r.hostname)
+		}
+		fmt.Fprintln(w, strings.Join(f, "\t"))
 	}
 	w.Flush()
+	if sameHost {
+		fmt.Println("(every node's Hostname address is its name)")
+	}
 	fmt.Println()
 	return nil
 }
@@ -318,8 +464,8 @@ func (d *demo) waitFor(what string, cond func() (bool, error)) error {
 			done("%s after %s", what, since(start))
 			return nil
 		}
-		if time.Since(start) > time.Minute {
-			return fmt.Errorf("%s: not after a minute; see %s", what, d.ccm.LogPath)
+		if time.Since(start) > stepTimeout {
+			return d.stuck(fmt.Sprintf("%s: not after %s", what, stepTimeout))
 		}
 		select {
 		case <-d.ctx.Done():
@@ -329,103 +475,76 @@ func (d *demo) waitFor(what string, cond func() (bool, error)) error {
 	}
 }
 
+// stuck is the error for something polyccm did not do in time, with the
+// last errors in its log, where the reason is.
+func (d *demo) stuck(what string) error {
+	state := "polyccm is still running"
+	if d.ccm.Exited() {
+		code, _ := d.ccm.Wait(0)
+		state = fmt.Sprintf("polyccm exited with code %d", code)
+	}
+	errs := lastErrors(d.ccm.Log(), 4)
+	if len(errs) == 0 {
+		return fmt.Errorf("%s; %s and logged no errors. Its log %s ends with:\n%s\n\nA controller may be off or stuck: check the config %s",
+			what, state, d.ccm.LogPath, indentLines(d.ccm.LogTail(10), "    | "), d.ccm.ConfigPath)
+	}
+	return fmt.Errorf("%s; %s. The last errors in its log %s:\n%s\n\n"+
+		"A cloud API error there means polyccm's %s driver and the simulated cloud disagree: "+
+		"fix drivers/%s (or test/fakecloud/%s if the fake is wrong), then make build and make demo DRIVER=%s again",
+		what, state, d.ccm.LogPath, indentLines(strings.Join(errs, "\n"), "    | "), d.driver, d.driver, d.driver, d.driver)
+}
+
+// lastErrors returns the last n distinct error messages of a klog log,
+// without their headers and cut to a readable length.
+func lastErrors(log string, n int) []string {
+	lines := strings.Split(log, "\n")
+	var out []string
+	seen := map[string]bool{}
+	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
+		l := lines[i]
+		if !strings.HasPrefix(l, "E") {
+			continue
+		}
+		if _, msg, ok := strings.Cut(l, "] "); ok {
+			l = msg
+		}
+		if seen[l] {
+			continue
+		}
+		seen[l] = true
+		if len(l) > 400 {
+			l = l[:400] + " ..."
+		}
+		out = append(out, l)
+	}
+	slices.Reverse(out)
+	return out
+}
+
+func indentLines(s, prefix string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = prefix + l
+	}
+	return strings.Join(lines, "\n")
+}
+
+func calls(n int) string {
+	if n == 1 {
+		return "1 cloud API call"
+	}
+	return fmt.Sprintf("%d cloud API calls", n)
+}
+
 func step(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }
 func done(format string, args ...any) { fmt.Printf("    "+format+"\n", args...) }
 func since(t time.Time) string        { return time.Since(t).Round(10 * time.Millisecond).String() }
 
-// digitalOcean is the simulated DigitalOcean cloud.
-type digitalOcean struct {
-	fake     *fakedo.Server
-	user     *godo.Client
-	token    string
-	droplets []fakedo.Droplet
-}
-
-func newDigitalOcean(latency time.Duration) *digitalOcean {
-	tok := "dop_v1_demo_" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	f := fakedo.New(tok)
-	f.Faults().SetLatency(latency)
-	f.SetLoadBalancerActivationDelay(2 * time.Second)
-	if err := f.Start(); err != nil {
-		panic(err)
+// tcpUDP are the demo Service's ports for clouds whose load balancers
+// serve TCP and UDP together.
+func tcpUDP() []v1.ServicePort {
+	return []v1.ServicePort{
+		{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)},
+		{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53, TargetPort: intstr.FromInt32(5353)},
 	}
-	user, _ := godo.New(&http.Client{Transport: bearer(tok)}, godo.SetBaseURL(f.URL()))
-	return &digitalOcean{fake: f, user: user, token: tok}
-}
-
-func (c *digitalOcean) configBlock(dir string) (string, error) {
-	p := filepath.Join(dir, "digitalocean-token")
-	if err := os.WriteFile(p, []byte(c.token+"\n"), 0o600); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("token: {file: %s}\napiURL: %s", p, c.fake.URL()), nil
-}
-
-func (c *digitalOcean) addInstances(n int, name func(int) string) []string {
-	sizes := []string{"s-2vcpu-4gb", "s-4vcpu-8gb", "c-8"}
-	// One region: a DigitalOcean cluster lives in one, like its VPC.
-	regions := []string{"fra1"}
-	ids := make([]string, n)
-	for i := range n {
-		d := fakedo.Droplet{Name: name(i), Status: fakedo.StatusActive, SizeSlug: sizes[i%len(sizes)], Region: regions[i%len(regions)]}
-		if i%3 == 0 {
-			d.IPv6 = fmt.Sprintf("2a03:b0c0:2:d0::%x:1", i+1)
-		}
-		d = c.fake.AddDroplet(d)
-		c.droplets = append(c.droplets, d)
-		if i%2 == 0 {
-			ids[i] = "digitalocean://" + strconv.Itoa(d.ID)
-		}
-	}
-	return ids
-}
-
-// powerOff goes through the API, as a user would.
-func (c *digitalOcean) powerOff(i int) error {
-	_, _, err := c.user.DropletActions.PowerOff(context.Background(), c.droplets[i].ID)
-	return err
-}
-
-func (c *digitalOcean) remove(i int) error {
-	_, err := c.user.Droplets.Delete(context.Background(), c.droplets[i].ID)
-	return err
-}
-
-// calls counts polyccm's calls, not the demo's own power-off and delete.
-func (c *digitalOcean) calls() int {
-	n := 0
-	for ep, k := range c.fake.Faults().Calls() {
-		if ep != "POST /v2/droplets/{id}/actions" && ep != "DELETE /v2/droplets/{id}" {
-			n += k
-		}
-	}
-	return n
-}
-
-func (c *digitalOcean) describeLB(id string) (string, bool) {
-	lb, ok := c.fake.LoadBalancer(id)
-	if !ok {
-		return "", false
-	}
-	var rules []string
-	for _, r := range lb.ForwardingRules {
-		rules = append(rules, fmt.Sprintf("%s:%d->%s:%d", r.EntryProtocol, r.EntryPort, r.TargetProtocol, r.TargetPort))
-	}
-	hc := ""
-	if lb.HealthCheck != nil {
-		hc = fmt.Sprintf("%s :%d%s", lb.HealthCheck.Protocol, lb.HealthCheck.Port, lb.HealthCheck.Path)
-	}
-	return fmt.Sprintf("DigitalOcean load balancer %s (%s) in %s, %s: rules %s, %d droplets, health check %s",
-		lb.Name, lb.ID, lb.Region, lb.Status, strings.Join(rules, " "), len(lb.DropletIDs), hc), true
-}
-
-func (c *digitalOcean) close() { c.fake.Close() }
-
-// bearer authenticates the demo's own API calls, as a user's client would.
-type bearer string
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+string(b))
-	return http.DefaultTransport.RoundTrip(r)
 }

@@ -11,7 +11,9 @@ import (
 	"testing"
 
 	"github.com/polyccm/polyccm/core/annotations"
+	"github.com/polyccm/polyccm/drivers/aws"
 	"github.com/polyccm/polyccm/drivers/digitalocean"
+	"github.com/polyccm/polyccm/drivers/gce"
 	"github.com/polyccm/polyccm/test/harness"
 )
 
@@ -24,7 +26,9 @@ const (
 
 func TestAnnotationTables(t *testing.T) {
 	for doc, set := range map[string]*annotations.Set{
+		"docs/aws-load-balancers.md":          aws.LBAnnotations,
 		"docs/digitalocean-load-balancers.md": digitalocean.LBAnnotations,
+		"docs/gce-load-balancers.md":          gce.LBAnnotations,
 	} {
 		t.Run(doc, func(t *testing.T) {
 			path := filepath.Join(harness.RepoRoot(), doc)

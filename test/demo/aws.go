@@ -1,0 +1,208 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	fakeaws "github.com/polyccm/polyccm/test/fakecloud/aws"
+)
+
+const (
+	// awsRegion is us-east-1 for its short private DNS names
+	// (ip-10-0-1-4.ec2.internal), which are the Node names on AWS.
+	awsRegion     = "us-east-1"
+	awsAccessKey  = "AKIAPOLYCCMDEMO00001"
+	awsClusterTag = "kubernetes.io/cluster/" + clusterName
+)
+
+// awsCloud is the simulated AWS (test/fakecloud/aws): EC2 and ELBv2 on one
+// plain-HTTP listener, checking every request's SigV4 signature against
+// the static key polyccm is given.
+type awsCloud struct {
+	fake      *fakeaws.Server
+	secret    string
+	vpc       fakeaws.VPC
+	subnets   []fakeaws.Subnet
+	instances []fakeaws.Instance
+}
+
+func newAWS(latency time.Duration) (cloud, error) {
+	secret := "demo/" + strconv.FormatInt(time.Now().UnixNano(), 36) + "/EXAMPLEKEY"
+	f := fakeaws.New(awsAccessKey, secret)
+	f.SetRegion(awsRegion) // before any resource: zones take its name
+	f.Faults().SetLatency(latency)
+	f.SetLoadBalancerActivationDelay(2 * time.Second)
+	if err := f.Start(); err != nil {
+		return nil, err
+	}
+	c := &awsCloud{fake: f, secret: secret}
+	// The cluster's VPC, with a public subnet per zone tagged for the
+	// cluster and for internet-facing load balancers, as eksctl and the
+	// AWS CCM's documentation lay them out.
+	c.vpc = f.AddVPC(fakeaws.VPC{CIDRBlock: "10.0.0.0/16", Tags: map[string]string{"Name": "demo", awsClusterTag: "shared"}})
+	for k, z := range f.AvailabilityZones() {
+		c.subnets = append(c.subnets, f.AddSubnet(fakeaws.Subnet{
+			VPCID: c.vpc.ID, AvailabilityZone: z.Name, CIDRBlock: fmt.Sprintf("10.0.%d.0/24", k+1),
+			MapPublicIPOnLaunch: true,
+			Tags:                map[string]string{"Name": "demo-public-" + z.Name, awsClusterTag: "shared", "kubernetes.io/role/elb": "1"},
+		}))
+	}
+	return c, nil
+}
+
+func (c *awsCloud) title() string { return "AWS (EC2 and ELBv2)" }
+
+// configBlock gives polyccm static keys from files, the region and VPC,
+// and the fake's endpoints; the instance metadata service is the fake's
+// too, though with region and VPC set polyccm has no need to ask it.
+func (c *awsCloud) configBlock(dir string) (string, error) {
+	id, key := filepath.Join(dir, "aws-access-key-id"), filepath.Join(dir, "aws-secret-access-key")
+	if err := os.WriteFile(id, []byte(awsAccessKey+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(key, []byte(c.secret+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("region: %s\nvpcID: %s\naccessKeyID: {file: %s}\nsecretAccessKey: {file: %s}\nendpoints:\n  ec2: %s\n  elbv2: %s\n  sts: %s\n  imds: %s",
+		awsRegion, c.vpc.ID, id, key, c.fake.EC2URL(), c.fake.ELBv2URL(), c.fake.STSURL(), c.fake.IMDSURL()), nil
+}
+
+// env keeps the SDK in polyccm away from this machine's own AWS setup: no
+// profile, shared config or credentials files, or endpoint override.
+func (c *awsCloud) env(dir string) []string {
+	return []string{
+		"AWS_PROFILE=", "AWS_DEFAULT_PROFILE=",
+		"AWS_CONFIG_FILE=" + filepath.Join(dir, "aws-config-none"),
+		"AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(dir, "aws-credentials-none"),
+		"AWS_ENDPOINT_URL=", "AWS_ENDPOINT_URL_EC2=", "AWS_ENDPOINT_URL_ELASTIC_LOAD_BALANCING_V2=", "AWS_ENDPOINT_URL_STS=",
+		"AWS_EC2_METADATA_SERVICE_ENDPOINT=",
+	}
+}
+
+// addInstances spreads the instances over the three subnets; on AWS a
+// Node is named after its instance's private DNS name.
+func (c *awsCloud) addInstances(n int) []node {
+	types := []string{"m6i.large", "c6i.xlarge", "t3.medium"}
+	nodes := make([]node, n)
+	for i := range n {
+		in := fakeaws.Instance{
+			SubnetID: c.subnets[i%len(c.subnets)].ID, InstanceType: types[i%len(types)],
+			Tags: map[string]string{"Name": fmt.Sprintf("demo-node-%02d", i), awsClusterTag: "owned"},
+		}
+		if i%4 == 3 {
+			in.PublicIP = fakeaws.NoIP
+		}
+		in = c.fake.AddInstance(in)
+		c.instances = append(c.instances, in)
+		nodes[i].name = in.PrivateDNSName
+		if i%2 == 0 {
+			nodes[i].providerID = "aws:///" + in.AvailabilityZone + "/" + in.ID
+		}
+	}
+	return nodes
+}
+
+func (c *awsCloud) powerOff(i int) error {
+	return c.fake.SetInstanceState(c.instances[i].ID, fakeaws.InstanceStateStopped)
+}
+
+// remove terminates the instance, which EC2 then lists as terminated for a
+// while.
+func (c *awsCloud) remove(i int) error {
+	return c.fake.SetInstanceState(c.instances[i].ID, fakeaws.InstanceStateTerminated)
+}
+
+// calls counts every API call: the demo changes instances from the Go
+// side, not through the API.
+func (c *awsCloud) calls() int { return c.fake.Faults().Total() }
+
+// lbPorts: a Network Load Balancer serves TCP and UDP listeners together.
+func (c *awsCloud) lbPorts() []v1.ServicePort { return tcpUDP() }
+
+// lbID is the ARN of the load balancer with the Service's hostname.
+func (c *awsCloud) lbID(svc *v1.Service) string {
+	host := svc.Status.LoadBalancer.Ingress[0].Hostname
+	for _, lb := range c.fake.LoadBalancers() {
+		if lb.DNSName == host {
+			return lb.ARN
+		}
+	}
+	return ""
+}
+
+func (c *awsCloud) describeLB(arn string) (string, bool) {
+	lb, ok := c.fake.LoadBalancer(arn)
+	if !ok {
+		return "", false
+	}
+	var zones []string
+	for _, s := range lb.Subnets {
+		zones = append(zones, s.ZoneName)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "AWS %s load balancer %s (%s, %s) in %s", lb.Type, lb.Name, lb.Scheme, lb.State, strings.Join(zones, ","))
+	for _, l := range c.fake.Listeners() {
+		if l.LoadBalancerARN != arn {
+			continue
+		}
+		fmt.Fprintf(&b, "\n    listener %s:%d", l.Protocol, l.Port)
+		for _, a := range l.DefaultActions {
+			tg, ok := c.fake.TargetGroup(a.TargetGroupARN)
+			if !ok {
+				fmt.Fprintf(&b, " -> %s %s (missing)", a.Type, a.TargetGroupARN)
+				continue
+			}
+			hc := tg.HealthCheck
+			fmt.Fprintf(&b, " -> target group %s %s:%d, %d %s targets, health check %s :%s%s",
+				tg.Name, tg.Protocol, tg.Port, len(tg.Targets), tg.TargetType, hc.Protocol, hc.Port, hc.Path)
+		}
+	}
+	for _, id := range lb.SecurityGroups {
+		sg, ok := c.fake.SecurityGroup(id)
+		if !ok {
+			continue
+		}
+		var rules []string
+		for _, p := range sg.Ingress {
+			var from []string
+			for _, r := range p.IPRanges {
+				from = append(from, r.CIDR)
+			}
+			for _, r := range p.IPv6Ranges {
+				from = append(from, r.CIDR)
+			}
+			rules = append(rules, fmt.Sprintf("%s:%d from %s", p.Protocol, p.FromPort, strings.Join(from, ",")))
+		}
+		fmt.Fprintf(&b, "\n    security group %s (%s) allows %s", sg.Name, sg.ID, strings.Join(rules, "; "))
+	}
+	return b.String(), true
+}
+
+// lbLeftovers lists load balancers, listeners, target groups and security
+// groups other than the VPCs' default ones: all polyccm's.
+func (c *awsCloud) lbLeftovers() []string {
+	var out []string
+	for _, lb := range c.fake.LoadBalancers() {
+		out = append(out, "load balancer "+lb.Name)
+	}
+	for _, l := range c.fake.Listeners() {
+		out = append(out, fmt.Sprintf("listener %s:%d", l.Protocol, l.Port))
+	}
+	for _, tg := range c.fake.TargetGroups() {
+		out = append(out, "target group "+tg.Name)
+	}
+	for _, sg := range c.fake.SecurityGroups() {
+		if sg.Name != "default" {
+			out = append(out, "security group "+sg.Name+" ("+sg.ID+")")
+		}
+	}
+	return out
+}
+
+func (c *awsCloud) close() { c.fake.Close() }

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/digitalocean/godo"
+	v1 "k8s.io/api/core/v1"
+
+	fakedo "github.com/polyccm/polyccm/test/fakecloud/digitalocean"
+)
+
+// digitalOcean is the simulated DigitalOcean cloud (test/fakecloud/digitalocean).
+type digitalOcean struct {
+	fake     *fakedo.Server
+	user     *godo.Client
+	token    string
+	droplets []fakedo.Droplet
+}
+
+func newDigitalOcean(latency time.Duration) (cloud, error) {
+	tok := "dop_v1_demo_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	f := fakedo.New(tok)
+	f.Faults().SetLatency(latency)
+	f.SetLoadBalancerActivationDelay(2 * time.Second)
+	if err := f.Start(); err != nil {
+		return nil, err
+	}
+	user, err := godo.New(&http.Client{Transport: bearer(tok)}, godo.SetBaseURL(f.URL()))
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &digitalOcean{fake: f, user: user, token: tok}, nil
+}
+
+func (c *digitalOcean) title() string { return "DigitalOcean" }
+
+func (c *digitalOcean) configBlock(dir string) (string, error) {
+	p := filepath.Join(dir, "digitalocean-token")
+	if err := os.WriteFile(p, []byte(c.token+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("token: {file: %s}\napiURL: %s", p, c.fake.URL()), nil
+}
+
+func (c *digitalOcean) env(string) []string { return nil }
+
+func (c *digitalOcean) addInstances(n int) []node {
+	sizes := []string{"s-2vcpu-4gb", "s-4vcpu-8gb", "c-8"}
+	// One region: a DigitalOcean cluster lives in one, like its VPC.
+	regions := []string{"fra1"}
+	nodes := make([]node, n)
+	for i := range n {
+		d := fakedo.Droplet{Name: fmt.Sprintf("node-%02d", i), Status: fakedo.StatusActive, SizeSlug: sizes[i%len(sizes)], Region: regions[i%len(regions)]}
+		if i%3 == 0 {
+			d.IPv6 = fmt.Sprintf("2a03:b0c0:2:d0::%x:1", i+1)
+		}
+		d = c.fake.AddDroplet(d)
+		c.droplets = append(c.droplets, d)
+		nodes[i].name = d.Name
+		if i%2 == 0 {
+			nodes[i].providerID = "digitalocean://" + strconv.Itoa(d.ID)
+		}
+	}
+	return nodes
+}
+
+// powerOff goes through the API, as a user would.
+func (c *digitalOcean) powerOff(i int) error {
+	_, _, err := c.user.DropletActions.PowerOff(context.Background(), c.droplets[i].ID)
+	return err
+}
+
+func (c *digitalOcean) remove(i int) error {
+	_, err := c.user.Droplets.Delete(context.Background(), c.droplets[i].ID)
+	return err
+}
+
+// calls counts polyccm's calls, not the demo's own power-off and delete.
+func (c *digitalOcean) calls() int {
+	n := 0
+	for ep, k := range c.fake.Faults().Calls() {
+		if ep != "POST /v2/droplets/{id}/actions" && ep != "DELETE /v2/droplets/{id}" {
+			n += k
+		}
+	}
+	return n
+}
+
+func (c *digitalOcean) lbPorts() []v1.ServicePort { return tcpUDP() }
+
+// lbID is the load balancer's ID, which the driver records on the Service.
+func (c *digitalOcean) lbID(svc *v1.Service) string {
+	return svc.Annotations["kubernetes.digitalocean.com/load-balancer-id"]
+}
+
+func (c *digitalOcean) describeLB(id string) (string, bool) {
+	lb, ok := c.fake.LoadBalancer(id)
+	if !ok {
+		return "", false
+	}
+	var rules []string
+	for _, r := range lb.ForwardingRules {
+		rules = append(rules, fmt.Sprintf("%s:%d->%s:%d", r.EntryProtocol, r.EntryPort, r.TargetProtocol, r.TargetPort))
+	}
+	hc := ""
+	if lb.HealthCheck != nil {
+		hc = fmt.Sprintf("%s :%d%s", lb.HealthCheck.Protocol, lb.HealthCheck.Port, lb.HealthCheck.Path)
+	}
+	return fmt.Sprintf("DigitalOcean load balancer %s (%s) in %s, %s: rules %s, %d droplets, health check %s",
+		lb.Name, lb.ID, lb.Region, lb.Status, strings.Join(rules, " "), len(lb.DropletIDs), hc), true
+}
+
+func (c *digitalOcean) lbLeftovers() []string {
+	var out []string
+	for _, lb := range c.fake.LoadBalancers() {
+		out = append(out, "load balancer "+lb.Name+" ("+lb.ID+")")
+	}
+	return out
+}
+
+func (c *digitalOcean) close() { c.fake.Close() }
+
+// bearer authenticates the demo's own API calls, as a user's client would.
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}

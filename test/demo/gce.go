@@ -1,0 +1,181 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	fakegce "github.com/polyccm/polyccm/test/fakecloud/gce"
+)
+
+const (
+	gceProject = "polyccm-demo"
+	gceRegion  = fakegce.DefaultRegion // us-central1
+	gceNodeTag = "demo-node"
+)
+
+// gce is the simulated Google Compute Engine (test/fakecloud/gce): polyccm
+// signs in with a service-account key the fake issued, as with a real one.
+type gce struct {
+	fake      *fakegce.Server
+	instances []fakegce.Instance
+}
+
+func newGCE(latency time.Duration) (cloud, error) {
+	// The fake hands this token out for the service-account key below;
+	// polyccm never sees it in its config.
+	f := fakegce.New(gceProject, "ya29.demo-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	f.Faults().SetLatency(latency)
+	if err := f.Start(); err != nil {
+		return nil, err
+	}
+	return &gce{fake: f}, nil
+}
+
+func (c *gce) title() string { return "Google Compute Engine" }
+
+func (c *gce) configBlock(dir string) (string, error) {
+	key, err := c.fake.ServiceAccountKey("polyccm@" + gceProject + ".iam.gserviceaccount.com")
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, "gce-service-account.json")
+	if err := os.WriteFile(p, key, 0o600); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("project: %s\nregion: %s\nnetwork: default\nsubnetwork: default\nnodeTags: [%s]\ncredentials: {file: %s}\nendpoint: %s",
+		gceProject, gceRegion, gceNodeTag, p, c.fake.URL()), nil
+}
+
+func (c *gce) env(string) []string { return nil }
+
+// addInstances spreads the instances over three zones of the region, in
+// the auto-mode default network; some have an external IPv6 address too.
+func (c *gce) addInstances(n int) []node {
+	zones := []string{gceRegion + "-a", gceRegion + "-b", gceRegion + "-c"}
+	types := []string{"e2-standard-4", "n2-standard-8", "e2-medium"}
+	nodes := make([]node, n)
+	for i := range n {
+		in := fakegce.Instance{
+			Name: fmt.Sprintf("node-%02d", i), Zone: zones[i%len(zones)], MachineType: types[i%len(types)],
+			Status: fakegce.StatusRunning, Tags: []string{gceNodeTag},
+		}
+		if i%4 == 0 {
+			in.IPv6 = fmt.Sprintf("2600:1900:4000:d0:0:%x::", i+1)
+		}
+		in = c.fake.AddInstance(in)
+		c.instances = append(c.instances, in)
+		nodes[i].name = in.Name
+		if i%2 == 0 {
+			nodes[i].providerID = "gce://" + gceProject + "/" + in.Zone + "/" + in.Name
+		}
+	}
+	return nodes
+}
+
+// powerOff stops the instance; a stopped GCE instance is TERMINATED.
+func (c *gce) powerOff(i int) error {
+	return c.fake.SetInstanceStatus(c.instances[i].Zone, c.instances[i].Name, fakegce.StatusTerminated)
+}
+
+func (c *gce) remove(i int) error {
+	if !c.fake.RemoveInstance(c.instances[i].Zone, c.instances[i].Name) {
+		return fmt.Errorf("no instance %s/%s", c.instances[i].Zone, c.instances[i].Name)
+	}
+	return nil
+}
+
+// calls counts every API call: the demo changes instances from the Go
+// side, not through the API. Token exchanges are not API calls.
+func (c *gce) calls() int { return c.fake.Faults().Total() }
+
+// lbPorts are TCP only: a GCE passthrough load balancer serves one
+// protocol.
+func (c *gce) lbPorts() []v1.ServicePort {
+	return []v1.ServicePort{
+		{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)},
+		{Name: "https", Protocol: v1.ProtocolTCP, Port: 443, TargetPort: intstr.FromInt32(8443)},
+	}
+}
+
+// lbID is the forwarding rule holding the Service's IP, as region/name.
+func (c *gce) lbID(svc *v1.Service) string {
+	ip := svc.Status.LoadBalancer.Ingress[0].IP
+	for _, fr := range c.fake.ForwardingRules() {
+		if fr.IPAddress == ip {
+			return path.Base(fr.Region) + "/" + fr.Name
+		}
+	}
+	return ""
+}
+
+func (c *gce) describeLB(id string) (string, bool) {
+	region, name, _ := strings.Cut(id, "/")
+	fr, ok := c.fake.ForwardingRule(region, name)
+	if !ok {
+		return "", false
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "GCE forwarding rule %s in %s (%s): %s %s:%s", fr.Name, region, strings.ToLower(fr.LoadBalancingScheme), fr.IPProtocol, fr.IPAddress, fr.PortRange)
+	if pool, ok := c.fake.TargetPool(region, path.Base(fr.Target)); ok && fr.Target != "" {
+		fmt.Fprintf(&b, "\n    -> target pool %s: %d instances", pool.Name, len(pool.Instances))
+		for _, hc := range c.fake.HTTPHealthChecks() {
+			for _, link := range pool.HealthChecks {
+				if link == hc.SelfLink {
+					fmt.Fprintf(&b, ", health check %s HTTP :%d%s", hc.Name, hc.Port, hc.RequestPath)
+				}
+			}
+		}
+	} else if fr.BackendService != "" {
+		fmt.Fprintf(&b, "\n    -> backend service %s", path.Base(fr.BackendService))
+	}
+	for _, fw := range c.fake.Firewalls() {
+		var allowed []string
+		for _, a := range fw.Allowed {
+			allowed = append(allowed, strings.ToLower(a.IPProtocol)+":"+strings.Join(a.Ports, ","))
+		}
+		fmt.Fprintf(&b, "\n    firewall %s allows %s from %s to instances tagged %s",
+			fw.Name, strings.Join(allowed, " "), strings.Join(fw.SourceRanges, ","), strings.Join(fw.TargetTags, ","))
+	}
+	return b.String(), true
+}
+
+// lbLeftovers lists what load balancers use; the fake starts with none of
+// it, so everything listed is polyccm's.
+func (c *gce) lbLeftovers() []string {
+	var out []string
+	for _, r := range c.fake.ForwardingRules() {
+		out = append(out, "forwarding rule "+r.Name)
+	}
+	for _, r := range c.fake.TargetPools() {
+		out = append(out, "target pool "+r.Name)
+	}
+	for _, r := range c.fake.HTTPHealthChecks() {
+		out = append(out, "HTTP health check "+r.Name)
+	}
+	for _, r := range c.fake.HealthChecks() {
+		out = append(out, "health check "+r.Name)
+	}
+	for _, r := range c.fake.BackendServices() {
+		out = append(out, "backend service "+r.Name)
+	}
+	for _, r := range c.fake.InstanceGroups() {
+		out = append(out, "instance group "+r.Name)
+	}
+	for _, r := range c.fake.Firewalls() {
+		out = append(out, "firewall "+r.Name)
+	}
+	for _, r := range c.fake.Addresses() {
+		out = append(out, "address "+r.Name)
+	}
+	return out
+}
+
+func (c *gce) close() { c.fake.Close() }
