@@ -205,7 +205,8 @@ func (e *awsEnv) owned() map[string]int {
 
 // An NLB Service end to end: listeners and target groups per port on the
 // node ports, kube-proxy's health check, a managed security group with the
-// source ranges, then port, node and deletion changes.
+// source ranges, then a restart, port, node and deletion changes, with
+// exactly one NLB ever created.
 func TestAWSNetworkLoadBalancer(t *testing.T) {
 	e, ins := awsLB(t, 3)
 	createService(t, "nlb", nil, tcp(80), tcp(443))
@@ -260,6 +261,13 @@ func TestAWSNetworkLoadBalancer(t *testing.T) {
 	if got := sgSources(); !slices.Equal(got, []string{"tcp/443:0.0.0.0/0", "tcp/80:0.0.0.0/0"}) {
 		t.Errorf("security group ingress %v", got)
 	}
+
+	// polyccm restarts; the NLB is found again by name and tags.
+	if _, err := e.ccm.Stop(15 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	_ = cp.Admin.CoordinationV1().Leases("kube-system").Delete(context.Background(), "cloud-controller-manager", metav1.DeleteOptions{})
+	e.restart()
 
 	// Ports change: 443 goes, 8080 comes; source ranges narrow.
 	patchSvc(t, "nlb", map[string]any{"spec": map[string]any{
