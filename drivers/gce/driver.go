@@ -203,7 +203,10 @@ func (c *Cloud) client(ctx context.Context) (*clients, error) {
 	if c.clients != nil {
 		return c.clients, nil
 	}
-	ts, err := c.tokenSource(ctx)
+	// Through core, so credentials that cannot be loaded count as a
+	// credentials rejection (metrics, the operator's hint) like a refused
+	// token. Not through call: c.mu is held.
+	ts, err := cloudapi.Call(ctx, c.api, "credentials.load", c.tokenSource)
 	if err != nil {
 		return nil, err
 	}

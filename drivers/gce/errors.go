@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/googleapis/gax-go/v2/apierror"
+	"golang.org/x/oauth2"
 	"google.golang.org/api/googleapi"
 
 	"github.com/polyccm/polyccm/core/cloudapi"
@@ -20,6 +21,17 @@ func classify(err error) cloudapi.Classification {
 	}
 	if oe, ok := errors.AsType[*operationError](err); ok {
 		return cloudapi.Classification{Kind: oe.kind()}
+	}
+	if re, ok := errors.AsType[*oauth2.RetrieveError](err); ok && re.Response != nil {
+		// The token endpoint answered: a 4xx (invalid_grant for a deleted
+		// or disabled key) refuses the credentials, so the clients are
+		// dropped and the key read again; 429 and 5xx are its trouble.
+		status := re.Response.StatusCode
+		cl := cloudapi.Classification{Kind: cloudapi.ClassifyHTTPStatus(status), Status: status}
+		if status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests {
+			cl.Kind = cloudapi.KindUnauthorized
+		}
+		return cl
 	}
 	status, reason := 0, ""
 	if ae, ok := errors.AsType[*apierror.APIError](err); ok {

@@ -86,11 +86,22 @@ func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (inst
 		k := [2]string{ref.project, ref.zone}
 		zones[k] = append(zones[k], ref.name)
 	}
+	// Zones whose listing was refused for the zone itself: a providerID
+	// naming a zone or project that does not exist (or is not ours to
+	// see) fails its own keys, not the batch.
+	refused := map[[2]string]error{}
+zones:
 	for pz, names := range zones {
 		sort.Strings(names)
 		scope := pz[0] + "/" + pz[1]
 		for _, filter := range c.sizes.filtersFor(scope, names) {
 			insts, err := c.listZone(ctx, cl, pz[0], pz[1], filter)
+			if k := cloudapi.KindOf(err); k == cloudapi.KindInvalid || k == cloudapi.KindNotFound {
+				// %v: never "not found" for the instances, which would
+				// delete their Nodes.
+				refused[pz] = fmt.Errorf("listing the instances of zone %s: %v", scope, err)
+				continue zones
+			}
 			if err != nil {
 				return instances.Answer{}, err
 			}
@@ -130,7 +141,9 @@ func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (inst
 	}
 	for ref, idx := range byRef {
 		r := instances.Result{}
-		if in, ok := found[ref]; ok {
+		if err := refused[[2]string{ref.project, ref.zone}]; err != nil {
+			r.Err = err
+		} else if in, ok := found[ref]; ok {
 			r.Instance = toInstance(ref, in)
 		} else {
 			r.Instance, r.Err = c.confirmInstance(ctx, cl, ref)

@@ -25,6 +25,10 @@ import (
 // call carries.
 const targetPoolChunk = 1000
 
+// targetPoolInsertLimit is how many instances a target pool can be created
+// with (kubernetes/kubernetes#27829); the rest are added after.
+const targetPoolInsertLimit = 200
+
 // loadBalancers implements cloudprovider.LoadBalancer with GCE passthrough
 // load balancers. Every resource is named with the cluster prefix, and
 // only such resources are changed or deleted.
@@ -145,6 +149,10 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if err != nil {
 		return nil, err
 	}
+	// The cluster's instance groups are shared by its internal load
+	// balancers, not part of this one: a node update makes the group of a
+	// zone that gained its first node.
+	groupCtx := ctx
 	if update {
 		if fr, err := l.getForwardingRule(ctx, cl, env, spec.base); err != nil || fr == nil {
 			return nil, err
@@ -157,7 +165,7 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	}
 	var ip string
 	if spec.internal {
-		ip, err = l.ensureInternal(ctx, cl, env, spec, byZone)
+		ip, err = l.ensureInternal(ctx, groupCtx, cl, env, spec, byZone)
 	} else {
 		ip, err = l.ensureExternal(ctx, cl, env, spec, byZone)
 	}
@@ -300,15 +308,24 @@ func (l *loadBalancers) ensureTargetPool(ctx context.Context, cl *clients, env *
 		}
 	}
 	url := "projects/" + env.project + "/regions/" + env.region + "/targetPools/" + spec.base
-	cur, err := call(ctx, l.c, "targetPools.get", func(ctx context.Context) (*computepb.TargetPool, error) {
+	get := func(ctx context.Context) (*computepb.TargetPool, error) {
 		return cl.targetPools.Get(ctx, &computepb.GetTargetPoolRequest{Project: env.project, Region: env.region, TargetPool: spec.base})
-	})
+	}
+	cur, err := call(ctx, l.c, "targetPools.get", get)
 	if cloudapi.IsNotFound(err) {
+		members := slices.Sorted(maps.Keys(want))
 		pool := &computepb.TargetPool{Name: &spec.base, Description: ptr(description(spec)), HealthChecks: []string{hc},
-			Instances: slices.Sorted(maps.Keys(want))}
-		return url, l.c.change(ctx, cl, "targetPools.insert", "creating target pool "+spec.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+			Instances: members[:min(len(members), targetPoolInsertLimit)]}
+		if err := l.c.change(ctx, cl, "targetPools.insert", "creating target pool "+spec.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
 			return cl.targetPools.Insert(ctx, &computepb.InsertTargetPoolRequest{RequestId: rid, Project: env.project, Region: env.region, TargetPoolResource: pool})
-		})
+		}); err != nil {
+			return "", err
+		}
+		if len(members) <= targetPoolInsertLimit {
+			return url, nil
+		}
+		// The other members are added like any new ones.
+		cur, err = call(ctx, l.c, "targetPools.get", get)
 	}
 	if err != nil {
 		return "", err
@@ -525,14 +542,14 @@ func portsOf(fr *computepb.ForwardingRule) string {
 // per zone (shared by the cluster's internal load balancers, since an
 // instance can be in only one load-balanced group), a backend service and
 // an internal forwarding rule in the subnetwork.
-func (l *loadBalancers) ensureInternal(ctx context.Context, cl *clients, env *environment, spec *lbSpec, byZone map[string][]string) (string, error) {
+func (l *loadBalancers) ensureInternal(ctx, groupCtx context.Context, cl *clients, env *environment, spec *lbSpec, byZone map[string][]string) (string, error) {
 	hc, err := l.ensureRegionHealthCheck(ctx, cl, env, spec)
 	if err != nil {
 		return "", err
 	}
 	var groups []string
 	for _, zone := range slices.Sorted(maps.Keys(byZone)) {
-		g, err := l.ensureInstanceGroup(ctx, cl, env, zone, byZone[zone])
+		g, err := l.ensureInstanceGroup(groupCtx, cl, env, zone, byZone[zone])
 		if err != nil {
 			return "", err
 		}

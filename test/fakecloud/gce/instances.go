@@ -56,7 +56,10 @@ type Instance struct {
 	// "" for none. It makes the interface IPV4_IPV6.
 	IPv6 string
 	// InternalIPv6 is the interface's ipv6Address; "" for none.
-	InternalIPv6      string
+	InternalIPv6 string
+	// Hostname is a custom hostname (the instance's hostname field); ""
+	// for none, when the API leaves the field out.
+	Hostname          string
 	Tags              []string
 	Labels            map[string]string
 	CanIPForward      bool
@@ -236,6 +239,7 @@ type instanceJSON struct {
 	ID                 uint64            `json:"id,string"`
 	CreationTimestamp  string            `json:"creationTimestamp"`
 	Name               string            `json:"name"`
+	Hostname           string            `json:"hostname,omitempty"`
 	Tags               tagsJSON          `json:"tags"`
 	MachineType        string            `json:"machineType"`
 	Status             string            `json:"status"`
@@ -317,6 +321,7 @@ func (s *Server) instanceJSONLocked(base string, in *instanceState) instanceJSON
 		ID:                in.ID,
 		CreationTimestamp: timestamp(in.CreationTimestamp),
 		Name:              in.Name,
+		Hostname:          in.Hostname,
 		Tags:              tagsJSON{Items: slices.Clone(in.Tags), Fingerprint: tagsFingerprint(in.Tags)},
 		MachineType:       link(base, s.zonalPath(in.Zone, "machineTypes", in.MachineType)),
 		Status:            in.Status,

@@ -213,6 +213,10 @@ func (s *Server) startOpLocked(c *call, spec opSpec) (int, any) {
 	if rid := c.r.URL.Query().Get("requestId"); rid != "" {
 		s.requestIDs[rid] = op
 	}
+	if s.syncOps && s.opDelay <= 0 {
+		s.pending = s.pending[:len(s.pending)-1] // op, just appended
+		s.finishLocked(op, now)
+	}
 	return http.StatusOK, op.wire.render(c.base)
 }
 

@@ -33,7 +33,9 @@
 // delay of 0 it is done from the next request on (any request, and any
 // Go-side helper), so a client that Waits on it sees DONE at the first poll.
 // While an operation on a resource is running, other mutations of that
-// resource are refused with 400 resourceNotReady. FailOperations makes the
+// resource are refused with 400 resourceNotReady. SetSynchronousOperations
+// makes mutations answer with their operation already DONE instead, so
+// clients that poll never wait. FailOperations makes the
 // next operations of a kind finish DONE with an error (and no effect), as
 // quota and readiness failures do.
 //
@@ -98,6 +100,7 @@ type Server struct {
 	projectNumber uint64
 	now           func() time.Time
 	opDelay       time.Duration
+	syncOps       bool
 	waitLimit     time.Duration
 	base          string // base URL for Go-side links; set by Start or the first request
 	nextID        uint64
@@ -299,6 +302,16 @@ func (s *Server) SetOperationDelay(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.opDelay = d
+}
+
+// SetSynchronousOperations makes mutations answer with their operation
+// already DONE (its change made, or its failure recorded), as the API does
+// for some quick changes, so a client never has to poll. It applies while
+// the operation delay is 0; operations FailOperations fails still fail.
+func (s *Server) SetSynchronousOperations(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.syncOps = on
 }
 
 // SetOperationWaitLimit sets how long an operations wait call holds before
