@@ -121,7 +121,7 @@ type Cloud struct {
 	clients *clients
 	env     *environment
 
-	sizes  listSizes // instances per zone and project, from full listings
+	sizes  instances.ListSizes // instances per zone and project, from full listings
 	nodes  corelisters.NodeLister
 	lbs    *loadBalancers
 	routes *routes

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/apiv1/computepb"
@@ -94,7 +93,7 @@ zones:
 	for pz, names := range zones {
 		sort.Strings(names)
 		scope := pz[0] + "/" + pz[1]
-		for _, filter := range c.sizes.filtersFor(scope, names) {
+		for _, filter := range c.filtersFor(scope, names) {
 			insts, err := c.listZone(ctx, cl, pz[0], pz[1], filter)
 			if k := cloudapi.KindOf(err); k == cloudapi.KindInvalid || k == cloudapi.KindNotFound {
 				// %v: never "not found" for the instances, which would
@@ -106,7 +105,7 @@ zones:
 				return instances.Answer{}, err
 			}
 			if filter == "" {
-				c.sizes.set(scope, len(insts))
+				c.sizes.Set(scope, len(insts))
 			}
 			for _, in := range insts {
 				found[instanceRef{pz[0], pz[1], in.GetName()}] = in
@@ -120,13 +119,13 @@ zones:
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for _, filter := range c.sizes.filtersFor(env.project, names) {
+	for _, filter := range c.filtersFor(env.project, names) {
 		got, err := c.listAggregated(ctx, cl, env.project, filter)
 		if err != nil {
 			return instances.Answer{}, err
 		}
 		if filter == "" {
-			c.sizes.set(env.project, len(got))
+			c.sizes.Set(env.project, len(got))
 		}
 		for _, zi := range got {
 			ref := instanceRef{env.project, zi.zone, zi.inst.GetName()}
@@ -168,40 +167,18 @@ zones:
 	return instances.Answer{Results: results, Seen: seen}, nil
 }
 
-// listSizes remembers how many instances each scope (a zone, or the whole
-// project) had at its last full listing, to price the two ways of
-// answering a batch: filtered lists cost one call per 100 names, a full
-// listing one call per 500 instances and answers for every instance, which
-// the cache keeps for later lookups. A scope never listed is listed in
-// full once, to learn its size.
-type listSizes struct {
-	mu   sync.Mutex
-	size map[string]int
-}
-
-func (l *listSizes) set(scope string, n int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.size == nil {
-		l.size = map[string]int{}
-	}
-	l.size[scope] = n
-}
-
-// filtersFor returns the list filters covering names in scope; "" is one
-// unfiltered listing.
-func (l *listSizes) filtersFor(scope string, names []string) []string {
+// filtersFor returns the list filters covering names in scope, or "" for
+// one unfiltered listing when that costs no more calls (see
+// instances.ListSizes).
+func (c *Cloud) filtersFor(scope string, names []string) []string {
+	filtered := chunkStrings(names, nameChunk)
 	if len(names) == 0 {
 		return nil
 	}
-	l.mu.Lock()
-	size, known := l.size[scope]
-	l.mu.Unlock()
-	filtered := chunkStrings(names, nameChunk)
-	if !known || (size+pageSize-1)/pageSize <= len(filtered) {
+	if c.sizes.PreferFull(scope, len(filtered), pageSize) {
 		return []string{""}
 	}
-	var out []string
+	out := make([]string, 0, len(filtered))
 	for _, chunk := range filtered {
 		out = append(out, nameFilter(chunk))
 	}
