@@ -7,12 +7,10 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -195,60 +193,4 @@ func TestUnknownDriverNamesCompiledInDrivers(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-}
-
-// Under systemd (Type=notify) polyccm says READY=1 once its port serves,
-// pings the watchdog, and says STOPPING=1 on SIGTERM.
-func TestSystemdNotify(t *testing.T) {
-	dir, err := os.MkdirTemp("", "pcn") // short: unix socket paths are limited
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "notify")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	msgs := make(chan string, 100)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, _, err := conn.ReadFromUnix(buf)
-			if err != nil {
-				close(msgs)
-				return
-			}
-			msgs <- string(buf[:n])
-		}
-	}()
-	expect := func(want string, within time.Duration) {
-		t.Helper()
-		deadline := time.After(within)
-		for {
-			select {
-			case m, ok := <-msgs:
-				if !ok {
-					t.Fatalf("notify socket closed before %q", want)
-				}
-				if strings.Contains(m, want) {
-					return
-				}
-			case <-deadline:
-				t.Fatalf("no %q on NOTIFY_SOCKET within %s", want, within)
-			}
-		}
-	}
-
-	e := newDOEnvWith(t, nil, nil, []string{"NOTIFY_SOCKET=" + sock, "WATCHDOG_USEC=400000"})
-	expect("READY=1", 10*time.Second)
-	if code, _, err := e.ccm.Get("/readyz"); err != nil || code != http.StatusOK {
-		t.Errorf("READY=1 sent but /readyz = %d, %v", code, err)
-	}
-	expect("WATCHDOG=1", 5*time.Second)
-	if err := e.ccm.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	expect("STOPPING=1", 10*time.Second)
 }
