@@ -164,20 +164,6 @@ func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
 	if err != nil {
 		return nil, fmt.Errorf("aws: loading the SDK configuration (drivers.aws.profile, AWS_* variables, ~/.aws files): %w", err)
 	}
-	if cfg.RoleARN != "" {
-		stsClient := sts.NewFromConfig(base, func(o *sts.Options) {
-			o.Region = orDefault(cfg.Region, "us-east-1") // STS is global; any region signs
-			if cfg.Endpoints.STS != "" {
-				o.BaseEndpoint = aws.String(cfg.Endpoints.STS)
-			}
-		})
-		base.Credentials = aws.NewCredentialsCache(stscreds.NewAssumeRoleProvider(stsClient, cfg.RoleARN, func(o *stscreds.AssumeRoleOptions) {
-			o.RoleSessionName = "polyccm-" + tagSafe(deps.ClusterName)
-			if cfg.ExternalID != "" {
-				o.ExternalID = aws.String(cfg.ExternalID)
-			}
-		}))
-	}
 	c := &Cloud{cfg: *cfg, api: deps.API, cluster: deps.ClusterName, deps: deps, base: base}
 	c.lbs = &loadBalancers{c: c}
 	c.routes = &routes{c: c}
@@ -212,14 +198,18 @@ func (c *Cloud) client(ctx context.Context) (*clients, error) {
 		region = r
 	}
 	cl := &clients{region: region}
-	cl.ec2 = ec2.NewFromConfig(c.base, func(o *ec2.Options) {
+	base := c.base.Copy()
+	if c.cfg.RoleARN != "" {
+		base.Credentials = c.assumeRole(region)
+	}
+	cl.ec2 = ec2.NewFromConfig(base, func(o *ec2.Options) {
 		o.Region = region
 		o.Retryer = aws.NopRetryer{}
 		if c.cfg.Endpoints.EC2 != "" {
 			o.BaseEndpoint = aws.String(c.cfg.Endpoints.EC2)
 		}
 	})
-	cl.elb = elbv2.NewFromConfig(c.base, func(o *elbv2.Options) {
+	cl.elb = elbv2.NewFromConfig(base, func(o *elbv2.Options) {
 		o.Region = region
 		o.Retryer = aws.NopRetryer{}
 		if c.cfg.Endpoints.ELBv2 != "" {
@@ -228,6 +218,36 @@ func (c *Cloud) client(ctx context.Context) (*clients, error) {
 	})
 	c.clients = cl
 	return cl, nil
+}
+
+// assumeRole returns credentials of drivers.aws.roleARN, assumed with the
+// base credentials through STS in the cluster's region: the regional
+// endpoint (or drivers.aws.endpoints.sts, which may be a regional VPC
+// endpoint) only accepts requests signed for its own region, and other
+// partitions have no us-east-1 at all.
+func (c *Cloud) assumeRole(region string) aws.CredentialsProvider {
+	stsClient := sts.NewFromConfig(c.base, func(o *sts.Options) {
+		o.Region = region
+		if c.cfg.Endpoints.STS != "" {
+			o.BaseEndpoint = aws.String(c.cfg.Endpoints.STS)
+		}
+	})
+	return aws.NewCredentialsCache(stscreds.NewAssumeRoleProvider(stsClient, c.cfg.RoleARN, func(o *stscreds.AssumeRoleOptions) {
+		o.RoleSessionName = roleSessionName(c.cluster)
+		if c.cfg.ExternalID != "" {
+			o.ExternalID = aws.String(c.cfg.ExternalID)
+		}
+	}))
+}
+
+// roleSessionName names polyccm's sessions after the cluster, within the
+// 64 characters STS allows (cluster names may have 63).
+func roleSessionName(cluster string) string {
+	name := "polyccm-" + tagSafe(cluster) // tagSafe leaves only ASCII
+	if len(name) > 64 {
+		name = name[:64]
+	}
+	return name
 }
 
 func (c *Cloud) imds() *imds.Client {
@@ -286,11 +306,4 @@ func (c *Cloud) knownVPC() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.vpc
-}
-
-func orDefault(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }

@@ -467,11 +467,12 @@ func (l *loadBalancers) findSecurityGroup(ctx context.Context, cl *clients, vpc,
 	return &out.SecurityGroups[0], nil
 }
 
-// ingressRule is one (protocol, port, source) the security group admits.
+// ingressRule is one (protocol, port range, source) the security group
+// admits; polyccm's own rules have one port (from == to).
 type ingressRule struct {
-	proto string
-	port  int32
-	cidr  string
+	proto    string
+	from, to int32
+	cidr     string
 }
 
 func wantedIngress(spec *nlbSpec) map[ingressRule]bool {
@@ -488,28 +489,31 @@ func wantedIngress(spec *nlbSpec) map[ingressRule]bool {
 		}
 		for _, p := range protos {
 			for _, c := range spec.sources {
-				out[ingressRule{proto: p, port: ls.port, cidr: c}] = true
+				out[ingressRule{proto: p, from: ls.port, to: ls.port, cidr: c}] = true
 			}
 		}
 	}
 	return out
 }
 
+// expandPermission lists a permission's address rules exactly as they
+// are, port ranges included, so that any polyccm did not ask for can be
+// revoked as it is.
 func expandPermission(p ec2types.IpPermission) []ingressRule {
-	if p.FromPort == nil || p.ToPort == nil || aws.ToInt32(p.FromPort) != aws.ToInt32(p.ToPort) {
-		// A range polyccm did not write: report it so it is revoked.
-		var out []ingressRule
-		for _, r := range p.IpRanges {
-			out = append(out, ingressRule{proto: aws.ToString(p.IpProtocol), port: -1, cidr: aws.ToString(r.CidrIp)})
-		}
-		return out
+	base := ingressRule{proto: aws.ToString(p.IpProtocol), from: aws.ToInt32(p.FromPort), to: aws.ToInt32(p.ToPort)}
+	if p.FromPort == nil || p.ToPort == nil { // all protocols
+		base.from, base.to = -1, -1
 	}
 	var out []ingressRule
 	for _, r := range p.IpRanges {
-		out = append(out, ingressRule{proto: aws.ToString(p.IpProtocol), port: aws.ToInt32(p.FromPort), cidr: aws.ToString(r.CidrIp)})
+		x := base
+		x.cidr = aws.ToString(r.CidrIp)
+		out = append(out, x)
 	}
 	for _, r := range p.Ipv6Ranges {
-		out = append(out, ingressRule{proto: aws.ToString(p.IpProtocol), port: aws.ToInt32(p.FromPort), cidr: aws.ToString(r.CidrIpv6)})
+		x := base
+		x.cidr = aws.ToString(r.CidrIpv6)
+		out = append(out, x)
 	}
 	return out
 }
@@ -520,14 +524,17 @@ func permissions(rules []ingressRule) []ec2types.IpPermission {
 		if a.proto != b.proto {
 			return a.proto < b.proto
 		}
-		if a.port != b.port {
-			return a.port < b.port
+		if a.from != b.from {
+			return a.from < b.from
+		}
+		if a.to != b.to {
+			return a.to < b.to
 		}
 		return a.cidr < b.cidr
 	})
 	var out []ec2types.IpPermission
 	for _, r := range rules {
-		p := ec2types.IpPermission{IpProtocol: aws.String(r.proto), FromPort: aws.Int32(r.port), ToPort: aws.Int32(r.port)}
+		p := ec2types.IpPermission{IpProtocol: aws.String(r.proto), FromPort: aws.Int32(r.from), ToPort: aws.Int32(r.to)}
 		if strings.Contains(r.cidr, ":") {
 			p.Ipv6Ranges = []ec2types.Ipv6Range{{CidrIpv6: aws.String(r.cidr)}}
 		} else {
@@ -998,7 +1005,9 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 	}
 	if lb != nil {
 		arn := aws.ToString(lb.LoadBalancerArn)
-		if err := l.checkOwned(ctx, cl, arn, spec); err != nil {
+		if err := l.checkOwned(ctx, cl, arn, spec); cloudapi.KindOf(err) != cloudapi.KindUnknown {
+			return err // the tags could not be read: ownership unknown
+		} else if err != nil {
 			klog.ErrorS(err, "Not deleting a load balancer this cluster does not own", "service", klog.KObj(svc))
 		} else {
 			_, err := cloudapi.Call(ctx, l.c.api, "elbv2.DeleteLoadBalancer", func(ctx context.Context) (*elbv2.DeleteLoadBalancerOutput, error) {

@@ -161,16 +161,18 @@ func (r *routes) CreateRoute(ctx context.Context, _ string, _ string, route *clo
 	if id == "" {
 		return fmt.Errorf("node %s has no AWS providerID yet; its route waits for it", route.TargetNode)
 	}
+	// The tables first: without one there is nowhere to route, and the
+	// instance is left as it is.
+	tables, err := r.routeTables(ctx, cl)
+	if err != nil {
+		return err
+	}
 	if _, err := cloudapi.Call(ctx, r.c.api, "ec2.ModifyInstanceAttribute", func(ctx context.Context) (*ec2.ModifyInstanceAttributeOutput, error) {
 		return cl.ec2.ModifyInstanceAttribute(ctx, &ec2.ModifyInstanceAttributeInput{
 			InstanceId: aws.String(id), SourceDestCheck: &ec2types.AttributeBooleanValue{Value: aws.Bool(false)},
 		})
 	}); err != nil {
 		return fmt.Errorf("turning off the source/destination check of %s (node %s): %w", id, route.TargetNode, err)
-	}
-	tables, err := r.routeTables(ctx, cl)
-	if err != nil {
-		return err
 	}
 	v6 := strings.Contains(route.DestinationCIDR, ":")
 	for _, t := range tables {

@@ -18,6 +18,8 @@ func elbActions() map[string]actionFunc {
 		"DescribeLoadBalancerAttributes": (*Server).describeLoadBalancerAttributes,
 		"ModifyLoadBalancerAttributes":   (*Server).modifyLoadBalancerAttributes,
 		"SetSecurityGroups":              (*Server).setSecurityGroups,
+		"SetSubnets":                     (*Server).setSubnets,
+		"SetIpAddressType":               (*Server).setIPAddressType,
 		"CreateTargetGroup":              (*Server).createTargetGroup,
 		"DescribeTargetGroups":           (*Server).describeTargetGroups,
 		"ModifyTargetGroup":              (*Server).modifyTargetGroup,
@@ -488,6 +490,69 @@ func (s *Server) setSecurityGroups(c *call) (any, *apiError) {
 		out.EnforceSGInbound = "on"
 	}
 	return out, nil
+}
+
+// setSubnets replaces a load balancer's subnets (and, if given, its IP
+// address type), checked as CreateLoadBalancer checks them: known, in the
+// load balancer's VPC, one per zone, addresses that fit the scheme.
+func (s *Server) setSubnets(c *call) (any, *apiError) {
+	lb, err := s.lookupLBLocked(c.p.get("LoadBalancerArn"))
+	if err != nil {
+		return nil, err
+	}
+	if lb.Type == "gateway" {
+		return nil, badRequest("InvalidConfigurationRequest", "Subnets cannot be changed for load balancers with type 'gateway'")
+	}
+	ipType := cmp.Or(c.p.get("IpAddressType"), lb.IPAddressType)
+	if err := checkIPAddressType(lb.Type, ipType); err != nil {
+		return nil, err
+	}
+	subnets, err := s.readLBSubnetsLocked(c.p, lb.Type, lb.Scheme, ipType)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range subnets {
+		if vpc := s.ec2.subnets[m.SubnetID].VPCID; vpc != lb.VPCID {
+			return nil, badRequest("InvalidConfigurationRequest", "The subnet '%s' is not in the VPC '%s' of the load balancer", m.SubnetID, lb.VPCID)
+		}
+	}
+	lb.Subnets, lb.IPAddressType = subnets, ipType
+	return &xmlSetSubnets{AvailabilityZones: s.lbXMLLocked(lb).AvailabilityZones, IPAddressType: ipType}, nil
+}
+
+// setIPAddressType switches a load balancer between ipv4 and dualstack;
+// dualstack needs IPv6 in every subnet.
+func (s *Server) setIPAddressType(c *call) (any, *apiError) {
+	lb, err := s.lookupLBLocked(c.p.get("LoadBalancerArn"))
+	if err != nil {
+		return nil, err
+	}
+	ipType, ok := c.p.str("IpAddressType")
+	if !ok {
+		return nil, missing("ipAddressType")
+	}
+	if err := checkIPAddressType(lb.Type, ipType); err != nil {
+		return nil, err
+	}
+	if ipType != "ipv4" {
+		for _, m := range lb.Subnets {
+			if len(s.ec2.subnets[m.SubnetID].IPv6CIDRBlocks) == 0 {
+				return nil, badRequest("InvalidSubnet", "Subnet '%s' does not have an IPv6 CIDR block, which a dualstack load balancer needs", m.SubnetID)
+			}
+		}
+	}
+	lb.IPAddressType = ipType
+	return &xmlSetIPAddressType{IPAddressType: ipType}, nil
+}
+
+func checkIPAddressType(lbType, ipType string) *apiError {
+	switch {
+	case !slices.Contains([]string{"ipv4", "dualstack", "dualstack-without-public-ipv4"}, ipType):
+		return validation("1 validation error detected: Value '%s' at 'ipAddressType' failed to satisfy constraint: Member must satisfy enum value set: [dualstack, ipv4, dualstack-without-public-ipv4]", ipType)
+	case ipType == "dualstack-without-public-ipv4" && lbType != "application":
+		return badRequest("InvalidConfigurationRequest", "IP address type 'dualstack-without-public-ipv4' is only supported for Application Load Balancers")
+	}
+	return nil
 }
 
 // Attributes. Each key has a kind of value the services check.

@@ -409,3 +409,50 @@ func TestELBTags(t *testing.T) {
 	_, err = c.elb.DescribeTags(ctx, &elbv2.DescribeTagsInput{ResourceArns: tooMany})
 	apiErr(t, err, "ValidationError", http.StatusBadRequest)
 }
+
+// SetSubnets and SetIpAddressType change an existing load balancer, with
+// CreateLoadBalancer's checks.
+func TestSetSubnetsAndIPAddressType(t *testing.T) {
+	s, c := start(t)
+	vpc, subs := network(t, s, "c1")
+	lb := must[*elbv2.CreateLoadBalancerOutput](t)(createNLB(c, "subnets", subs[:1])).LoadBalancers[0]
+
+	set := must[*elbv2.SetSubnetsOutput](t)(c.elb.SetSubnets(ctx, &elbv2.SetSubnetsInput{LoadBalancerArn: lb.LoadBalancerArn, Subnets: []string{subs[0].ID, subs[1].ID}}))
+	if len(set.AvailabilityZones) != 2 || set.IpAddressType != elbtypes.IpAddressTypeIpv4 {
+		t.Errorf("SetSubnets = %+v", set)
+	}
+	got, _ := s.LoadBalancer(*lb.LoadBalancerArn)
+	if len(got.Subnets) != 2 || got.Subnets[1].SubnetID != subs[1].ID || got.Subnets[1].ZoneName != subs[1].AvailabilityZone {
+		t.Errorf("subnets = %+v", got.Subnets)
+	}
+	// Two subnets of one zone, unknown subnets and other VPCs' are refused.
+	same := s.AddSubnet(Subnet{VPCID: vpc.ID, AvailabilityZone: subs[0].AvailabilityZone})
+	_, err := c.elb.SetSubnets(ctx, &elbv2.SetSubnetsInput{LoadBalancerArn: lb.LoadBalancerArn, Subnets: []string{subs[0].ID, same.ID}})
+	apiErr(t, err, "InvalidConfigurationRequest", http.StatusBadRequest)
+	_, err = c.elb.SetSubnets(ctx, &elbv2.SetSubnetsInput{LoadBalancerArn: lb.LoadBalancerArn, Subnets: []string{"subnet-0123456789abcdef0"}})
+	apiErr(t, err, "SubnetNotFound", http.StatusBadRequest)
+	other := s.Subnets()[0] // the default VPC's
+	_, err = c.elb.SetSubnets(ctx, &elbv2.SetSubnetsInput{LoadBalancerArn: lb.LoadBalancerArn, Subnets: []string{other.ID}})
+	apiErr(t, err, "InvalidConfigurationRequest", http.StatusBadRequest)
+	if got, _ := s.LoadBalancer(*lb.LoadBalancerArn); len(got.Subnets) != 2 {
+		t.Errorf("a refused SetSubnets changed the subnets: %+v", got.Subnets)
+	}
+
+	// Dualstack needs IPv6 in every subnet.
+	_, err = c.elb.SetIpAddressType(ctx, &elbv2.SetIpAddressTypeInput{LoadBalancerArn: lb.LoadBalancerArn, IpAddressType: elbtypes.IpAddressTypeDualstack})
+	apiErr(t, err, "InvalidSubnet", http.StatusBadRequest)
+	_, err = c.elb.SetIpAddressType(ctx, &elbv2.SetIpAddressTypeInput{LoadBalancerArn: lb.LoadBalancerArn, IpAddressType: elbtypes.IpAddressTypeDualstackWithoutPublicIpv4})
+	apiErr(t, err, "InvalidConfigurationRequest", http.StatusBadRequest)
+	v6 := s.AddVPC(VPC{CIDRBlock: "10.1.0.0/16", IPv6CIDRBlocks: []string{"2a05:d018:1::/56"}})
+	v6sub := s.AddSubnet(Subnet{VPCID: v6.ID, IPv6CIDRBlocks: []string{"2a05:d018:1:1::/64"}})
+	lb6 := must[*elbv2.CreateLoadBalancerOutput](t)(createNLB(c, "dual", []Subnet{v6sub})).LoadBalancers[0]
+	ip := must[*elbv2.SetIpAddressTypeOutput](t)(c.elb.SetIpAddressType(ctx, &elbv2.SetIpAddressTypeInput{LoadBalancerArn: lb6.LoadBalancerArn, IpAddressType: elbtypes.IpAddressTypeDualstack}))
+	if ip.IpAddressType != elbtypes.IpAddressTypeDualstack {
+		t.Errorf("SetIpAddressType = %+v", ip)
+	}
+	if got, _ := s.LoadBalancer(*lb6.LoadBalancerArn); got.IPAddressType != "dualstack" {
+		t.Errorf("IP address type = %s", got.IPAddressType)
+	}
+	_, err = c.elb.SetIpAddressType(ctx, &elbv2.SetIpAddressTypeInput{LoadBalancerArn: awssdk.String("arn:aws:elasticloadbalancing:eu-west-1:123456789012:loadbalancer/net/gone/0123456789abcdef"), IpAddressType: elbtypes.IpAddressTypeIpv4})
+	apiErr(t, err, "LoadBalancerNotFound", http.StatusBadRequest)
+}

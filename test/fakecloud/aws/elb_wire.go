@@ -57,6 +57,15 @@ type xmlSetSecurityGroups struct {
 	EnforceSGInbound string   `xml:"EnforceSecurityGroupInboundRulesOnPrivateLinkTraffic,omitempty"`
 }
 
+type xmlSetSubnets struct {
+	AvailabilityZones []xmlLBZone `xml:"AvailabilityZones>member"`
+	IPAddressType     string      `xml:"IpAddressType"`
+}
+
+type xmlSetIPAddressType struct {
+	IPAddressType string `xml:"IpAddressType"`
+}
+
 type xmlMatcher struct {
 	HTTPCode string `xml:"HttpCode"`
 }

@@ -57,6 +57,7 @@
 //     DeleteTags, DescribeVolumes; DryRun on all of them.
 //   - ELBv2: CreateLoadBalancer, DescribeLoadBalancers, DeleteLoadBalancer,
 //     Describe/ModifyLoadBalancerAttributes, SetSecurityGroups,
+//     SetSubnets, SetIpAddressType,
 //     CreateTargetGroup, DescribeTargetGroups, ModifyTargetGroup,
 //     DeleteTargetGroup, Describe/ModifyTargetGroupAttributes,
 //     RegisterTargets, DeregisterTargets (with draining),
