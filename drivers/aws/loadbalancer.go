@@ -159,8 +159,15 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 			return nil, err
 		}
 	}
-	sg, err := l.ensureSecurityGroup(ctx, cl, vpc, spec)
-	if err != nil {
+	sg := ""
+	if lb != nil && len(lb.SecurityGroups) == 0 {
+		// An NLB made without security groups (the AWS CCM's default) can
+		// never get one: adopt it as it is, and say what that costs.
+		if len(svc.Spec.LoadBalancerSourceRanges) > 0 && l.c.deps.Recorder != nil {
+			l.c.deps.Recorder.Eventf(svc, v1.EventTypeWarning, "SourceRangesNotEnforced",
+				"load balancer %s was created without security groups, so loadBalancerSourceRanges cannot be enforced on it; restrict the nodes' security groups, or delete and recreate the Service to get an NLB with a managed security group", spec.name)
+		}
+	} else if sg, err = l.ensureSecurityGroup(ctx, cl, vpc, spec); err != nil {
 		return nil, err
 	}
 	if lb == nil {
@@ -638,7 +645,7 @@ func (l *loadBalancers) convergeLB(ctx context.Context, cl *clients, lb *elbtype
 			return err
 		}
 	}
-	if !slices.Contains(lb.SecurityGroups, sg) {
+	if sg != "" && !slices.Contains(lb.SecurityGroups, sg) {
 		if _, err := cloudapi.Call(ctx, l.c.api, "elbv2.SetSecurityGroups", func(ctx context.Context) (*elbv2.SetSecurityGroupsOutput, error) {
 			return cl.elb.SetSecurityGroups(ctx, &elbv2.SetSecurityGroupsInput{LoadBalancerArn: aws.String(arn), SecurityGroups: []string{sg}})
 		}); err != nil {

@@ -658,3 +658,30 @@ func TestDeleteKeepsOtherServicesTargetGroups(t *testing.T) {
 		}
 	}
 }
+
+// An NLB of this Service made without security groups (as the AWS CCM
+// makes them by default) is adopted as it is: AWS refuses to add security
+// groups to it, so none is made or set, and source ranges that cannot be
+// enforced are a Warning event.
+func TestAdoptsNLBWithoutSecurityGroups(t *testing.T) {
+	e := newEnv(t)
+	nodes, _ := e.nodes(2)
+	e.foreignNLB(map[string]string{clusterTag: "owned", awsccm.TagServiceName: "shop/web"})
+	svc := service(nil)
+	svc.Spec.LoadBalancerSourceRanges = []string{"203.0.113.0/24"}
+	e.ensure(svc, nodes)
+	lb := e.nlb()
+	if len(lb.SecurityGroups) != 0 || e.fake.Stats().SecurityGroups.Created != 0 {
+		t.Errorf("security groups %v, %d created; want none", lb.SecurityGroups, e.fake.Stats().SecurityGroups.Created)
+	}
+	if n := e.calls("SetSecurityGroups"); n != 0 {
+		t.Errorf("%d SetSecurityGroups calls", n)
+	}
+	if len(e.listeners(lb.ARN)) != 1 {
+		t.Errorf("listeners %v, want the Service's port", e.listeners(lb.ARN))
+	}
+	if ev := strings.Join(e.events(), "\n"); !strings.Contains(ev, "SourceRangesNotEnforced") {
+		t.Errorf("events %q, want a SourceRangesNotEnforced warning", ev)
+	}
+	e.ensure(svc, nodes) // steady: still no error
+}
