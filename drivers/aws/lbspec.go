@@ -298,8 +298,14 @@ func nlbHealthCheck(svc *v1.Service, a *annotations.Values) healthCheckSpec {
 	} else if a.Has(AnnHealthCheckPath) {
 		hc.path = a.String(AnnHealthCheckPath, "/")
 	}
-	if hc.timeout >= hc.interval && a.Has(AnnHealthCheckTimeout) {
-		a.Fail(AnnHealthCheckTimeout, "must be less than the interval (%ds)", hc.interval)
+	if hc.timeout >= hc.interval {
+		if a.Has(AnnHealthCheckTimeout) {
+			a.Fail(AnnHealthCheckTimeout, "must be less than the interval (%ds)", hc.interval)
+		} else {
+			// A short interval alone brings the default timeout below it,
+			// as AWS requires, rather than failing on a value not given.
+			hc.timeout = max(hc.interval-1, 2)
+		}
 	}
 	return hc
 }

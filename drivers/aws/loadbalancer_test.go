@@ -685,3 +685,15 @@ func TestAdoptsNLBWithoutSecurityGroups(t *testing.T) {
 	}
 	e.ensure(svc, nodes) // steady: still no error
 }
+
+// A short interval given alone brings the default timeout (6s) below it
+// instead of failing on a value the user did not give.
+func TestShortIntervalLowersDefaultTimeout(t *testing.T) {
+	e := newEnv(t)
+	nodes, _ := e.nodes(1)
+	e.ensure(service(map[string]string{awsccm.AnnHealthCheckInterval: "5"}), nodes)
+	hc := e.targetGroup(e.listeners(e.nlb().ARN)[80]).HealthCheck
+	if hc.IntervalSeconds != 5 || hc.TimeoutSeconds != 4 {
+		t.Errorf("interval %ds, timeout %ds; want 5s and 4s", hc.IntervalSeconds, hc.TimeoutSeconds)
+	}
+}
