@@ -4,6 +4,8 @@
 #   make test                   unit tests, the build-tag matrix and the e2e
 #   make build                  bin/polyccm with every driver
 #   make build DRIVERS=aws,digitalocean   only those drivers
+#   make package [DRIVERS=aws,gce]        .deb and .rpm in dist/ (docs/packaging.md)
+#   make dist                   reproducible release tarballs and SHA256SUMS in dist/
 #
 # Version stamping: VERSION, COMMIT and DATE come from git; DATE is the
 # commit's date, not now, so the same commit builds the same bytes.
@@ -102,6 +104,34 @@ endif
 
 demo: tools build
 	CCMTEST_POLYCCM_BIN=$(CURDIR)/$(BIN) $(GO) run ./test/demo -driver $(DRIVER)
+
+# Packages and release tarballs (docs/packaging.md). File times are the last
+# commit's, or a distribution's SOURCE_DATE_EPOCH, so that the same inputs
+# give the same bytes.
+DIST              ?= dist
+DIST_PLATFORMS    ?= linux/amd64 linux/arm64
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+PACKAGE_MAINTAINER ?=
+
+.PHONY: package dist
+
+# make package [DRIVERS=...] [GOARCH=arm64]: builds $(BIN) with those
+# drivers, then a .deb and an .rpm of it with nfpm (the Go module, run by
+# packaging/mkpkg, which itself runs on the build machine).
+package: build
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) env -u GOOS -u GOARCH $(GO) run ./packaging/mkpkg -bin '$(BIN)' -version '$(VERSION)' -out '$(DIST)'$(if $(PACKAGE_MAINTAINER), -maintainer '$(PACKAGE_MAINTAINER)')
+
+# make dist [DRIVERS=...] [DIST_PLATFORMS=linux/amd64]: a static binary per
+# platform, packed by packaging/mkdist into polyccm-VERSION-OS-ARCH.tar.gz.
+dist:
+	@test -n "$(SOURCE_DATE_EPOCH)" || { echo "make dist: set SOURCE_DATE_EPOCH (no git history to take it from)" >&2; exit 1; }
+	@mkdir -p '$(DIST)' && rm -f '$(DIST)'/polyccm-*.tar.gz '$(DIST)/SHA256SUMS'
+	set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; bins=; \
+	for p in $(DIST_PLATFORMS); do \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build $(GOFLAGS_BUILD) -o "$$tmp/$${p/\//-}/polyccm" ./cmd/polyccm; \
+		bins="$$bins $$tmp/$${p/\//-}/polyccm"; \
+	done; \
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) env -u GOOS -u GOARCH $(GO) run ./packaging/mkdist -version '$(VERSION)' -out '$(DIST)' $$bins
 
 version:
 	@echo $(VERSION)

@@ -1,0 +1,187 @@
+// Package packaging checks what `make package` and `make dist` produce, with
+// the tools a distribution would use on them: dpkg-deb, lintian, dpkg and
+// rpm. A missing tool fails the test with its name (.ci/run installs them):
+// a packaging check that skips itself would pass by not running.
+package packaging
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/polyccm/polyccm/packaging/pkgversion"
+	"github.com/polyccm/polyccm/test/harness"
+)
+
+// The drivers the packages are built with: not every driver, so the test
+// sees DRIVERS reach the packaged binary.
+const pkgDrivers = "aws,gce"
+
+// requireTools fails the test unless every tool is on PATH.
+func requireTools(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			pkg := map[string]string{"dpkg-deb": "dpkg", "lintian": "lintian", "dpkg": "dpkg", "rpm": "rpm"}[tool]
+			t.Fatalf("%s is not installed; these packaging tests need it (Debian: apt-get install %s; .ci/run installs it)", tool, pkg)
+		}
+	}
+}
+
+// env is the environment for make and the tools: no POLYCCM_/CCMTEST_
+// variables, no MAKEFLAGS from an outer make, no SOURCE_DATE_EPOCH (make
+// takes it from git, as the tests expect).
+func env(extra ...string) []string {
+	var out []string
+	for _, kv := range harness.CleanEnv() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "SOURCE_DATE_EPOCH", "GOOS", "GOARCH":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, extra...)
+}
+
+// run runs a command in dir and returns its stdout; it fails the test,
+// showing stderr, if the command fails.
+func run(t *testing.T, dir string, name string, args ...string) string {
+	t.Helper()
+	out, stderr, err := runErr(dir, nil, name, args...)
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, out, stderr)
+	}
+	return out
+}
+
+func runErr(dir string, extraEnv []string, name string, args ...string) (stdout, stderr string, err error) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = env(extraEnv...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	return o.String(), e.String(), err
+}
+
+// built is what `make package` produced, once for all tests.
+type built struct {
+	deb, rpm string // package files
+	version  string // `make version`
+	err      string
+}
+
+var (
+	buildOnce sync.Once
+	pkgs      built
+	pkgsDir   string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if pkgsDir != "" {
+		os.RemoveAll(pkgsDir)
+	}
+	os.Exit(code)
+}
+
+// packages runs `make package DRIVERS=aws,gce` into a temporary directory
+// once and returns the .deb and .rpm.
+func packages(t *testing.T) built {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "polyccm-packages-")
+		if err != nil {
+			pkgs.err = err.Error()
+			return
+		}
+		pkgsDir = dir
+		root := harness.RepoRoot()
+		out, stderr, err := runErr(root, nil, "make", "-s", "package", "DRIVERS="+pkgDrivers,
+			"BIN="+filepath.Join(dir, "polyccm"), "DIST="+filepath.Join(dir, "dist"))
+		if err != nil {
+			pkgs.err = "make package: " + err.Error() + "\n" + out + stderr
+			return
+		}
+		debs, _ := filepath.Glob(filepath.Join(dir, "dist", "*.deb"))
+		rpms, _ := filepath.Glob(filepath.Join(dir, "dist", "*.rpm"))
+		if len(debs) != 1 || len(rpms) != 1 {
+			pkgs.err = "make package made debs " + strings.Join(debs, " ") + " and rpms " + strings.Join(rpms, " ") + ", want one of each\n" + out
+			return
+		}
+		pkgs.deb, pkgs.rpm = debs[0], rpms[0]
+		v, stderr, err := runErr(root, nil, "make", "-s", "version")
+		if err != nil {
+			pkgs.err = "make version: " + err.Error() + "\n" + stderr
+			return
+		}
+		pkgs.version = strings.TrimSpace(v)
+	})
+	if pkgs.err != "" {
+		t.Fatal(pkgs.err)
+	}
+	return pkgs
+}
+
+// versionInfo is `polyccm version --json`.
+type versionInfo struct {
+	Version  string   `json:"version"`
+	Commit   string   `json:"commit"`
+	Platform string   `json:"platform"`
+	Drivers  []string `json:"drivers"`
+}
+
+func binaryVersion(t *testing.T, bin string) versionInfo {
+	t.Helper()
+	out := run(t, t.TempDir(), bin, "version", "--json")
+	var v versionInfo
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("%s version --json: %v\n%s", bin, err, out)
+	}
+	return v
+}
+
+// checkBinaryMatches checks that a packaged binary reports the version make
+// stamps and exactly the packaged drivers, and returns the package version
+// (without revision) that version maps to.
+func checkBinaryMatches(t *testing.T, bin, makeVersion string) string {
+	t.Helper()
+	v := binaryVersion(t, bin)
+	if v.Version != makeVersion {
+		t.Errorf("packaged polyccm reports version %q, make version says %q", v.Version, makeVersion)
+	}
+	if want := strings.Split(pkgDrivers, ","); !slices.Equal(v.Drivers, want) {
+		t.Errorf("packaged polyccm has drivers %v, want exactly %v (DRIVERS=%s)", v.Drivers, want, pkgDrivers)
+	}
+	pv, err := pkgversion.FromGit(v.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pv
+}
+
+func readRepoFile(t *testing.T, path string) []byte {
+	t.Helper()
+	return readFile(t, filepath.Join(harness.RepoRoot(), path))
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// fileEntry is one file in a package listing.
+type fileEntry struct {
+	mode, owner, group string
+}
