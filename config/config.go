@@ -58,6 +58,13 @@ type Controllers struct {
 	Services bool `koanf:"services"`
 	// Routes: node-route-controller (pod CIDR routes in the cloud).
 	Routes bool `koanf:"routes"`
+	// KubeletServingCSR: polyccm's kubelet-serving-csr-approving-controller
+	// (approves kubelet serving certificates whose addresses the cloud
+	// reports for the node). Off by default: it grants certificates.
+	KubeletServingCSR bool `koanf:"kubeletServingCSR"`
+	// VolumeLabels: polyccm's volume-labels-controller (sets the zone and
+	// region labels of PersistentVolumes backed by the cloud's disks).
+	VolumeLabels bool `koanf:"volumeLabels"`
 }
 
 // Nodes tune the node controllers.

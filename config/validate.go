@@ -54,7 +54,8 @@ func (l *loader) validate(c *Config) {
 			p.add("controllers.routes", "driver %s does not manage routes; set it to false", d.Name)
 		}
 	}
-	if !c.Controllers.Nodes && !c.Controllers.NodeLifecycle && !c.Controllers.Services && !c.Controllers.Routes {
+	if !c.Controllers.Nodes && !c.Controllers.NodeLifecycle && !c.Controllers.Services && !c.Controllers.Routes &&
+		!c.Controllers.KubeletServingCSR && !c.Controllers.VolumeLabels {
 		p.add("controllers", "every controller is off, so polyccm would do nothing; enable at least one")
 	}
 

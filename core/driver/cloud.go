@@ -7,6 +7,7 @@ import (
 
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/instances"
+	"github.com/polyccm/polyccm/core/volumes"
 )
 
 // Deps are what polyccm gives a driver to build its cloud with. Drivers
@@ -25,8 +26,8 @@ type Deps struct {
 }
 
 // Cloud is what a driver's New returns. Instances is required; the optional
-// parts are discovered through the LoadBalancerCloud and RouteCloud
-// interfaces and must match the driver's declared Capabilities.
+// parts are discovered through the LoadBalancerCloud, RouteCloud and
+// VolumeCloud interfaces and must match the driver's declared Capabilities.
 type Cloud interface {
 	// Instances answers batched instance lookups for the node controllers.
 	Instances() instances.Source
@@ -40,4 +41,10 @@ type LoadBalancerCloud interface {
 // RouteCloud is a Cloud that manages pod CIDR routes.
 type RouteCloud interface {
 	Routes() cloudprovider.Routes
+}
+
+// VolumeCloud is a Cloud that can say where its disks are, for the
+// volume-labels controller.
+type VolumeCloud interface {
+	Volumes() volumes.Source
 }

@@ -27,6 +27,10 @@ const (
 	LoadBalancers Capability = "loadBalancers"
 	// Routes: pod CIDR routes in the cloud network.
 	Routes Capability = "routes"
+	// Volumes: the zone and region of the cloud's disks, for labelling
+	// PersistentVolumes. Without it the volume-labels controller stays
+	// idle.
+	Volumes Capability = "volumes"
 )
 
 // Driver describes one cloud driver.

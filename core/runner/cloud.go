@@ -7,6 +7,7 @@ import (
 
 	"github.com/polyccm/polyccm/core/driver"
 	"github.com/polyccm/polyccm/core/instances"
+	"github.com/polyccm/polyccm/core/volumes"
 )
 
 // cloud is the cloudprovider.Interface the upstream controllers see: core's
@@ -16,6 +17,9 @@ type cloud struct {
 	instances *instances.Instances
 	lb        cloudprovider.LoadBalancer
 	routes    cloudprovider.Routes
+	// volumes is core's batched disk lookup for the volume-labels
+	// controller; nil when the driver has no volumes capability.
+	volumes *volumes.Volumes
 }
 
 var _ cloudprovider.Interface = (*cloud)(nil)
@@ -39,6 +43,14 @@ func assemble(d driver.Driver, dc driver.Cloud, o instances.Options) (*cloud, er
 	}
 	if d.Has(driver.Routes) != (c.routes != nil) {
 		return nil, fmt.Errorf("driver %s: declared route support (%v) does not match its cloud", d.Name, d.Has(driver.Routes))
+	}
+	if vc, ok := dc.(driver.VolumeCloud); ok && vc.Volumes() != nil {
+		c.volumes = volumes.New(vc.Volumes(), volumes.Options{
+			Driver: o.Driver, BatchWindow: o.BatchWindow, BatchSize: o.BatchSize, CacheTTL: o.CacheTTL, Timeout: o.Timeout,
+		})
+	}
+	if d.Has(driver.Volumes) != (c.volumes != nil) {
+		return nil, fmt.Errorf("driver %s: declared volume support (%v) does not match its cloud", d.Name, d.Has(driver.Volumes))
 	}
 	return c, nil
 }

@@ -8,6 +8,8 @@ import (
 	"k8s.io/cloud-provider/options"
 
 	"github.com/polyccm/polyccm/config"
+	"github.com/polyccm/polyccm/core/controllers/servingcsr"
+	"github.com/polyccm/polyccm/core/controllers/volumelabels"
 	"github.com/polyccm/polyccm/core/driver"
 )
 
@@ -36,6 +38,10 @@ func planControllers(c *config.Config, d driver.Driver) controllerPlan {
 	add(c.Controllers.NodeLifecycle, names.CloudNodeLifecycleController, "")
 	add(c.Controllers.Services, names.ServiceLBController, driver.LoadBalancers)
 	add(c.Controllers.Routes, names.NodeRouteController, driver.Routes)
+	add(c.Controllers.KubeletServingCSR, servingcsr.ControllerName, "")
+	// No capability needed to start: without one the controller says so
+	// once and stays idle (see volumeLabelsController).
+	add(c.Controllers.VolumeLabels, volumelabels.ControllerName, "")
 	return p
 }
 

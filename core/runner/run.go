@@ -19,6 +19,8 @@ import (
 
 	"github.com/polyccm/polyccm/config"
 	"github.com/polyccm/polyccm/core/cloudapi"
+	"github.com/polyccm/polyccm/core/controllers/servingcsr"
+	"github.com/polyccm/polyccm/core/controllers/volumelabels"
 	"github.com/polyccm/polyccm/core/driver"
 	"github.com/polyccm/polyccm/core/instances"
 	"github.com/polyccm/polyccm/core/version"
@@ -43,6 +45,8 @@ func Run(ctx context.Context, cfg *config.Config, reg *driver.Registry) error {
 		return err
 	}
 	constructors := maps.Clone(app.DefaultInitFuncConstructors)
+	constructors[servingcsr.ControllerName] = servingCSRController
+	constructors[volumelabels.ControllerName] = volumeLabelsController
 	c, err := opts.Config(app.ControllerNames(constructors), app.ControllersDisabledByDefault.List(),
 		names.CCMControllerAliases(), app.AllWebhooks, app.DisabledByDefaultWebhooks)
 	if err != nil {

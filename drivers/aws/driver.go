@@ -1,6 +1,7 @@
 // Package aws is polyccm's AWS driver: EC2 instances for nodes, Network Load
-// Balancers (elasticloadbalancingv2, instance targets) for Services, and VPC
-// route tables for pod CIDRs, over aws-sdk-go-v2. It translates between the
+// Balancers (elasticloadbalancingv2, instance targets) for Services, VPC
+// route tables for pod CIDRs, and EBS volumes' zones for PersistentVolume
+// labels, over aws-sdk-go-v2. It translates between the
 // AWS APIs and polyccm's core contracts; batching, caching, retries and
 // metrics come from core.
 package aws
@@ -107,7 +108,7 @@ func init() {
 		Name:            Name,
 		NewConfig:       func() any { return &Config{} },
 		New:             New,
-		Capabilities:    []driver.Capability{driver.Instances, driver.LoadBalancers, driver.Routes},
+		Capabilities:    []driver.Capability{driver.Instances, driver.LoadBalancers, driver.Routes, driver.Volumes},
 		Classify:        classify,
 		CredentialsHint: "the AWS credentials (drivers.aws.accessKeyID/secretAccessKey, the instance role, or AWS_* variables) and, with drivers.aws.roleARN, that the role trusts them",
 	})

@@ -113,8 +113,8 @@ func TestRegistration(t *testing.T) {
 	if _, ok := d.NewConfig().(*awsccm.Config); !ok {
 		t.Fatalf("NewConfig returns %T", d.NewConfig())
 	}
-	if !d.Has(driver.Instances) || !d.Has(driver.LoadBalancers) || !d.Has(driver.Routes) {
-		t.Errorf("capabilities = %v, want instances, load balancers and routes", d.Capabilities)
+	if !d.Has(driver.Instances) || !d.Has(driver.LoadBalancers) || !d.Has(driver.Routes) || !d.Has(driver.Volumes) {
+		t.Errorf("capabilities = %v, want instances, load balancers, routes and volumes", d.Capabilities)
 	}
 	// New calls nobody: no region, no credentials, no IMDS needed yet.
 	cloud, err := d.New(&awsccm.Config{}, driver.Deps{ClusterName: cluster})
@@ -126,6 +126,9 @@ func TestRegistration(t *testing.T) {
 	}
 	if _, ok := cloud.(driver.RouteCloud); !ok {
 		t.Error("the cloud has no routes")
+	}
+	if _, ok := cloud.(driver.VolumeCloud); !ok {
+		t.Error("the cloud has no volumes")
 	}
 	if _, err := d.New(struct{}{}, driver.Deps{}); err == nil {
 		t.Error("New accepted a config of the wrong type")

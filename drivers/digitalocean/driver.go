@@ -31,7 +31,8 @@ const DefaultAPIURL = "https://api.digitalocean.com/"
 // Config is the drivers.digitalocean subtree.
 type Config struct {
 	// Token is an API token with read access to droplets and write access
-	// to load balancers.
+	// to load balancers (and read access to volumes, for
+	// controllers.volumeLabels).
 	Token secret.Secret `koanf:"token"`
 	// APIURL overrides the API endpoint (a proxy, or a test double).
 	APIURL string `koanf:"apiURL"`
@@ -74,7 +75,7 @@ func init() {
 		Name:            Name,
 		NewConfig:       func() any { return &Config{APIURL: DefaultAPIURL} },
 		New:             New,
-		Capabilities:    []driver.Capability{driver.Instances, driver.LoadBalancers},
+		Capabilities:    []driver.Capability{driver.Instances, driver.LoadBalancers, driver.Volumes},
 		Classify:        classify,
 		CredentialsHint: "the API token at drivers.digitalocean.token (it needs read access to droplets and write access to load balancers)",
 	})
@@ -90,6 +91,8 @@ type Cloud struct {
 	// lastTotal is the droplet count from the latest listing; it tells
 	// whether a few GETs are cheaper than a full listing.
 	lastTotal atomic.Int64
+	// lastVolumes is the same for volumes.
+	lastVolumes atomic.Int64
 }
 
 // New builds the cloud. It makes no API call.

@@ -95,8 +95,8 @@ func TestRegistration(t *testing.T) {
 		t.Error("NewConfig shares state between calls")
 	}
 	// Declared capabilities must match the cloud New returns.
-	if !d.Has(driver.Instances) || !d.Has(driver.LoadBalancers) || d.Has(driver.Routes) {
-		t.Errorf("capabilities = %v, want instances and load balancers", d.Capabilities)
+	if !d.Has(driver.Instances) || !d.Has(driver.LoadBalancers) || d.Has(driver.Routes) || !d.Has(driver.Volumes) {
+		t.Errorf("capabilities = %v, want instances, load balancers and volumes", d.Capabilities)
 	}
 	cloud, err := d.New(&digitalocean.Config{APIURL: digitalocean.DefaultAPIURL}, driver.Deps{})
 	if err != nil {
@@ -107,6 +107,9 @@ func TestRegistration(t *testing.T) {
 	}
 	if _, ok := cloud.(driver.RouteCloud); ok != d.Has(driver.Routes) {
 		t.Errorf("RouteCloud = %v, declared %v", ok, d.Has(driver.Routes))
+	}
+	if _, ok := cloud.(driver.VolumeCloud); ok != d.Has(driver.Volumes) {
+		t.Errorf("VolumeCloud = %v, declared %v", ok, d.Has(driver.Volumes))
 	}
 	if _, err := d.New(struct{}{}, driver.Deps{}); err == nil {
 		t.Error("New accepted a config of the wrong type")

@@ -1,6 +1,7 @@
 // Package gce is polyccm's Google Compute Engine driver: instances for
 // nodes, external (target pool) and internal (backend service) passthrough
-// load balancers for Services, and VPC routes for pod CIDRs, over
+// load balancers for Services, VPC routes for pod CIDRs, and persistent
+// disks' zones for PersistentVolume labels, over
 // cloud.google.com/go/compute. It translates between the Compute API and
 // polyccm's core contracts; batching, caching, retries and metrics come
 // from core.
@@ -104,7 +105,7 @@ func init() {
 		Name:            Name,
 		NewConfig:       func() any { return &Config{} },
 		New:             New,
-		Capabilities:    []driver.Capability{driver.Instances, driver.LoadBalancers, driver.Routes},
+		Capabilities:    []driver.Capability{driver.Instances, driver.LoadBalancers, driver.Routes, driver.Volumes},
 		Classify:        classify,
 		CredentialsHint: "the service account (drivers.gce.credentials, GOOGLE_APPLICATION_CREDENTIALS or the instance's) and its compute permissions",
 	})
@@ -191,6 +192,8 @@ type clients struct {
 	backendServices *compute.RegionBackendServicesClient
 	instanceGroups  *compute.InstanceGroupsClient
 	routes          *compute.RoutesClient
+	disks           *compute.DisksClient
+	regionDisks     *compute.RegionDisksClient
 }
 
 // client builds the clients on first use (building them looks for
@@ -255,6 +258,10 @@ func (c *Cloud) client(ctx context.Context) (*clients, error) {
 	mk(err)
 	cl.routes, err = compute.NewRoutesRESTClient(ctx, opts...)
 	mk(err)
+	cl.disks, err = compute.NewDisksRESTClient(ctx, opts...)
+	mk(err)
+	cl.regionDisks, err = compute.NewRegionDisksRESTClient(ctx, opts...)
+	mk(err)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("gce: building Compute clients: %w", errors.Join(errs...))
 	}
@@ -272,6 +279,8 @@ func (c *Cloud) client(ctx context.Context) (*clients, error) {
 	*cl.backendServices.CallOptions = compute.RegionBackendServicesCallOptions{}
 	*cl.instanceGroups.CallOptions = compute.InstanceGroupsCallOptions{}
 	*cl.routes.CallOptions = compute.RoutesCallOptions{}
+	*cl.disks.CallOptions = compute.DisksCallOptions{}
+	*cl.regionDisks.CallOptions = compute.RegionDisksCallOptions{}
 	c.clients = cl
 	return cl, nil
 }

@@ -78,6 +78,9 @@ func TestRegistration(t *testing.T) {
 	if _, ok := cloud.(driver.RouteCloud); ok != d.Has(driver.Routes) {
 		t.Errorf("RouteCloud = %v, declared %v", ok, d.Has(driver.Routes))
 	}
+	if _, ok := cloud.(driver.VolumeCloud); ok != d.Has(driver.Volumes) {
+		t.Errorf("VolumeCloud = %v, declared %v", ok, d.Has(driver.Volumes))
+	}
 	if _, err := d.New(struct{}{}, driver.Deps{}); err == nil {
 		t.Error("New accepted a config of the wrong type")
 	}

@@ -19,8 +19,10 @@
 // create, delete), droplet actions (power_on, power_off, shutdown, reboot,
 // power_cycle; get), actions (get), account (get), load balancers (list
 // with paging and names/uuids filters, get, create, update, delete, add and
-// remove droplets and forwarding rules) and certificates (list with paging
-// and name filter, get; created with AddCertificate).
+// remove droplets and forwarding rules), certificates (list with paging
+// and name filter, get; created with AddCertificate) and block storage
+// volumes (list with paging and region/name filters, get; created with
+// AddVolume).
 package digitalocean
 
 import (
@@ -64,6 +66,8 @@ type Server struct {
 	lbStats           LBStats
 	certs             map[string]*certState
 	certSeq           int
+	volumes           map[string]*volumeState
+	volumeSeq         int
 
 	ts *httptest.Server
 }
@@ -83,12 +87,14 @@ func New(token string) *Server {
 		nextActionID:  firstActionID,
 		lbs:           map[string]*lbState{},
 		certs:         map[string]*certState{},
+		volumes:       map[string]*volumeState{},
 	}
 	s.registerAccount()
 	s.registerDroplets()
 	s.registerActions()
 	s.registerLoadBalancers()
 	s.registerCertificates()
+	s.registerVolumes()
 	return s
 }
 

@@ -282,3 +282,27 @@ type certificatesRoot struct {
 type certificateRoot struct {
 	Certificate wireCertificate `json:"certificate"`
 }
+
+// wireVolume is a block storage volume (resources/volumes/models/volume_full).
+type wireVolume struct {
+	ID              string      `json:"id"`
+	Region          *wireRegion `json:"region"`
+	DropletIDs      []int       `json:"droplet_ids"`
+	Name            string      `json:"name"`
+	Description     string      `json:"description"`
+	SizeGigaBytes   int64       `json:"size_gigabytes"`
+	CreatedAt       string      `json:"created_at"`
+	FilesystemType  string      `json:"filesystem_type"`
+	FilesystemLabel string      `json:"filesystem_label"`
+	Tags            []string    `json:"tags"`
+}
+
+type volumesRoot struct {
+	Volumes []wireVolume `json:"volumes"`
+	Links   wireLinks    `json:"links"`
+	Meta    wireMeta     `json:"meta"`
+}
+
+type volumeRoot struct {
+	Volume wireVolume `json:"volume"`
+}

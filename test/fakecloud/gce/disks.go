@@ -5,19 +5,25 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"sort"
 	"time"
 )
 
-// Disk is a zonal persistent disk, as the helpers take and give it.
+// Disk is a persistent disk, as the helpers take and give it: zonal, or
+// regional (replicated in two zones of a region) when Region is set.
 type Disk struct {
-	ID     uint64
-	Name   string
-	Zone   string // zone name; default DefaultZone
-	SizeGB int64  // default 10
-	Type   string // disk type name; default "pd-balanced"
-	Status string // CREATING, READY (default), FAILED, DELETING, RESTORING, UNAVAILABLE
-	// Users are the names of the instances (in the disk's zone) it is
-	// attached to.
+	ID   uint64
+	Name string
+	Zone string // zone name of a zonal disk; default DefaultZone
+	// Region and ReplicaZones (zone names) make a regional disk, which
+	// has no Zone.
+	Region       string
+	ReplicaZones []string
+	SizeGB       int64  // default 10
+	Type         string // disk type name; default "pd-balanced"
+	Status       string // CREATING, READY (default), FAILED, DELETING, RESTORING, UNAVAILABLE
+	// Users are the names of the instances (in the disk's zone, or a
+	// regional disk's first replica zone) it is attached to.
 	Users             []string
 	Labels            map[string]string
 	CreationTimestamp time.Time
@@ -25,6 +31,7 @@ type Disk struct {
 
 func (d Disk) clone() Disk {
 	d.Users = slices.Clone(d.Users)
+	d.ReplicaZones = slices.Clone(d.ReplicaZones)
 	d.Labels = maps.Clone(d.Labels)
 	return d
 }
@@ -34,19 +41,33 @@ type diskState struct {
 }
 
 // AddDisk stores a disk and returns it as stored. It panics if the disk
-// exists or the zone is unknown.
+// exists, its zone or region is unknown, or a regional disk does not have
+// two replica zones in its region.
 func (s *Server) AddDisk(d Disk) Disk {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d = d.clone()
-	d.Zone = cmpOr(d.Zone, DefaultZone)
-	if s.zones[d.Zone] == nil {
-		panic(fmt.Sprintf("gce fake: no zone %q", d.Zone))
-	}
 	if d.Name == "" {
 		panic("gce fake: disk needs a name")
 	}
-	path := s.zonalPath(d.Zone, "disks", d.Name)
+	var path string
+	if d.Region != "" {
+		if s.regions[d.Region] == nil || d.Zone != "" || len(d.ReplicaZones) != 2 {
+			panic(fmt.Sprintf("gce fake: regional disk %s needs a known region and two replica zones, no zone", d.Name))
+		}
+		for _, z := range d.ReplicaZones {
+			if s.zones[z] == nil || s.zones[z].Region != d.Region {
+				panic(fmt.Sprintf("gce fake: replica zone %q is not in region %s", z, d.Region))
+			}
+		}
+		path = s.regionalPath(d.Region, "disks", d.Name)
+	} else {
+		d.Zone = cmpOr(d.Zone, DefaultZone)
+		if s.zones[d.Zone] == nil {
+			panic(fmt.Sprintf("gce fake: no zone %q", d.Zone))
+		}
+		path = s.zonalPath(d.Zone, "disks", d.Name)
+	}
 	if s.disks[path] != nil {
 		panic(fmt.Sprintf("gce fake: disk %s already exists", path))
 	}
@@ -94,7 +115,9 @@ type diskJSON struct {
 	CreationTimestamp      string            `json:"creationTimestamp"`
 	Name                   string            `json:"name"`
 	SizeGB                 int64             `json:"sizeGb,string"`
-	Zone                   string            `json:"zone"`
+	Zone                   string            `json:"zone,omitempty"`
+	Region                 string            `json:"region,omitempty"`
+	ReplicaZones           []string          `json:"replicaZones,omitempty"`
 	Status                 string            `json:"status"`
 	SelfLink               string            `json:"selfLink"`
 	Type                   string            `json:"type"`
@@ -106,26 +129,40 @@ type diskJSON struct {
 }
 
 func (s *Server) diskJSONLocked(base string, d *diskState) diskJSON {
+	userZone := d.Zone
+	if d.Region != "" {
+		userZone = d.ReplicaZones[0]
+	}
 	var users []string
 	for _, u := range d.Users {
-		users = append(users, link(base, s.zonalPath(d.Zone, "instances", u)))
+		users = append(users, link(base, s.zonalPath(userZone, "instances", u)))
 	}
-	return diskJSON{
+	out := diskJSON{
 		Kind:                   "compute#disk",
 		ID:                     d.ID,
 		CreationTimestamp:      timestamp(d.CreationTimestamp),
 		Name:                   d.Name,
 		SizeGB:                 d.SizeGB,
-		Zone:                   link(base, s.zonePath(d.Zone)),
 		Status:                 d.Status,
-		SelfLink:               link(base, s.zonalPath(d.Zone, "disks", d.Name)),
-		Type:                   link(base, s.zonalPath(d.Zone, "diskTypes", d.Type)),
 		Users:                  users,
 		Labels:                 maps.Clone(d.Labels),
 		LabelFingerprint:       labelFingerprint(d.Labels),
 		PhysicalBlockSizeBytes: 4096,
 		AccessMode:             "READ_WRITE_SINGLE",
 	}
+	if d.Region != "" {
+		out.Region = link(base, s.regionPath(d.Region))
+		for _, z := range d.ReplicaZones {
+			out.ReplicaZones = append(out.ReplicaZones, link(base, s.zonePath(z)))
+		}
+		out.SelfLink = link(base, s.regionalPath(d.Region, "disks", d.Name))
+		out.Type = link(base, s.regionalPath(d.Region, "diskTypes", d.Type))
+		return out
+	}
+	out.Zone = link(base, s.zonePath(d.Zone))
+	out.SelfLink = link(base, s.zonalPath(d.Zone, "disks", d.Name))
+	out.Type = link(base, s.zonalPath(d.Zone, "diskTypes", d.Type))
+	return out
 }
 
 func (s *Server) registerDisks() {
@@ -146,11 +183,36 @@ func (s *Server) registerDisks() {
 		}
 		return http.StatusOK, s.diskJSONLocked(c.base, d)
 	})
+	s.handle("GET", "projects/{project}/regions/{region}/disks", func(c *call) (int, any) {
+		var items []listItem
+		for _, d := range s.disks {
+			if d.Region == c.p["region"] {
+				items = append(items, listItem{name: d.Name, created: d.CreationTimestamp, doc: s.diskJSONLocked(c.base, d)})
+			}
+		}
+		return s.listResponse(c, "compute#diskList", "projects/"+s.project+"/regions/"+c.p["region"]+"/disks", items)
+	})
+	s.handle("GET", "projects/{project}/regions/{region}/disks/{disk}", func(c *call) (int, any) {
+		path := s.regionalPath(c.p["region"], "disks", c.p["disk"])
+		d := s.disks[path]
+		if d == nil {
+			return errNotFound(path)
+		}
+		return http.StatusOK, s.diskJSONLocked(c.base, d)
+	})
+	// Zonal and regional disks alike, as the API lists them: every zone
+	// and region is a scope.
 	s.handle("GET", "projects/{project}/aggregated/disks", func(c *call) (int, any) {
 		var items []listItem
 		for _, d := range s.disks {
-			items = append(items, listItem{scope: "zones/" + d.Zone, name: d.Name, created: d.CreationTimestamp, doc: s.diskJSONLocked(c.base, d)})
+			scope := "zones/" + d.Zone
+			if d.Region != "" {
+				scope = "regions/" + d.Region
+			}
+			items = append(items, listItem{scope: scope, name: d.Name, created: d.CreationTimestamp, doc: s.diskJSONLocked(c.base, d)})
 		}
-		return s.aggregatedResponse(c, "compute#diskAggregatedList", "disks", "disks", s.zoneScopesLocked(), items)
+		scopes := append(s.zoneScopesLocked(), s.regionScopesLocked()...)
+		sort.Strings(scopes)
+		return s.aggregatedResponse(c, "compute#diskAggregatedList", "disks", "disks", scopes, items)
 	})
 }

@@ -214,3 +214,13 @@ func (s *Server) zoneScopesLocked() []string {
 	sort.Strings(out)
 	return out
 }
+
+// regionScopesLocked lists "regions/r" for every region, sorted.
+func (s *Server) regionScopesLocked() []string {
+	out := make([]string, 0, len(s.regions))
+	for r := range s.regions {
+		out = append(out, "regions/"+r)
+	}
+	sort.Strings(out)
+	return out
+}

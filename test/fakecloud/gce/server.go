@@ -60,7 +60,8 @@
 //
 // Implemented: zones and regions (list, get), networks and subnetworks
 // (get, list), instances (list, aggregatedList, get; created with
-// AddInstance), disks (list, aggregatedList, get; created with AddDisk),
+// AddInstance), zonal and regional disks (list, aggregatedList, get;
+// created with AddDisk),
 // target pools, legacy HTTP health checks, regional health checks,
 // forwarding rules, addresses, firewalls, regional backend services,
 // unmanaged instance groups and routes (see their files for the methods),
