@@ -80,10 +80,8 @@ type Options struct {
 
 // Instances is the batched, cached InstancesV2 for one driver.
 type Instances struct {
-	driver  string
-	src     Source
-	cache   *cache
-	batcher *batch.Batcher[Key, Result]
+	driver string
+	lookup *batch.Lookup[Key, *Instance]
 }
 
 var _ cloudprovider.InstancesV2 = (*Instances)(nil)
@@ -91,62 +89,82 @@ var _ cloudprovider.InstancesV2 = (*Instances)(nil)
 // New returns Instances over src.
 func New(src Source, o Options) *Instances {
 	registerMetrics()
-	in := &Instances{driver: o.Driver, src: src, cache: newCache(o.CacheTTL)}
-	in.batcher = batch.New(in.fetch, batch.Options{
-		Window:  o.BatchWindow,
-		MaxSize: o.BatchSize,
-		Timeout: o.Timeout,
-		Observe: func(n int) { batchSize.WithLabelValues(o.Driver).Observe(float64(n)) },
-	})
-	return in
+	return &Instances{
+		driver: o.Driver,
+		lookup: batch.NewLookup(sourceOf(src), batch.LookupOptions[Key, *Instance]{
+			Driver: o.Driver,
+			Kind:   "instance",
+			Batch: batch.Options{
+				Window:  o.BatchWindow,
+				MaxSize: o.BatchSize,
+				Timeout: o.Timeout,
+				Observe: func(n int) { batchSize.WithLabelValues(o.Driver).Observe(float64(n)) },
+			},
+			CacheTTL:   o.CacheTTL,
+			IsNotFound: IsNotFound,
+			Keys:       identities,
+			// Answers are indexed by the instance's own identities too, so
+			// a Node first looked up by name is found by its provider ID
+			// afterwards.
+			IndexAnswers: true,
+			CacheKey:     cacheKey,
+			OnHit:        func() { lookups.WithLabelValues(o.Driver, "cache").Inc() },
+			OnMiss:       func() { lookups.WithLabelValues(o.Driver, "cloud").Inc() },
+		}),
+	}
 }
 
-func (in *Instances) fetch(ctx context.Context, keys []Key) ([]Result, error) {
-	ans, err := in.src.LookupInstances(ctx, keys)
-	if err != nil {
-		if IsNotFound(err) {
-			// A batch error is ambiguous for every key (see Source) even
-			// when it says "not found" (say, a listing that 404ed): drop
-			// the kind so no Node is deleted on it.
-			return nil, fmt.Errorf("driver %s failed a batch of %d instance lookups: %v", in.driver, len(keys), err)
+// sourceOf adapts src to the shape batch.Lookup asks for.
+func sourceOf(src Source) batch.Source[Key, *Instance] {
+	return func(ctx context.Context, keys []Key) (batch.Answer[*Instance], error) {
+		ans, err := src.LookupInstances(ctx, keys)
+		if err != nil {
+			return batch.Answer[*Instance]{}, err
 		}
-		return nil, err
-	}
-	if len(ans.Results) != len(keys) {
-		return nil, fmt.Errorf("driver %s answered %d of %d instance lookups", in.driver, len(ans.Results), len(keys))
-	}
-	now := time.Now()
-	for i := range ans.Seen {
-		in.cache.putInstance(&ans.Seen[i], now)
-	}
-	for i := range ans.Results {
-		r := &ans.Results[i]
-		if r.Err != nil && IsNotFound(r.Err) {
-			// A per-key not-found is as definitive as a nil instance;
-			// one form keeps every caller consistent.
-			r.Instance, r.Err = nil, nil
+		out := batch.Answer[*Instance]{
+			Results: make([]batch.Result[*Instance], len(ans.Results)),
+			Seen:    make([]*Instance, len(ans.Seen)),
 		}
-		if r.Err != nil {
-			continue
+		for i, r := range ans.Results {
+			out.Results[i] = batch.Result[*Instance]{Value: r.Instance, Err: r.Err}
 		}
-		in.cache.put(keys[i], r.Instance, now)
+		for i := range ans.Seen {
+			out.Seen[i] = &ans.Seen[i]
+		}
+		return out, nil
 	}
-	return ans.Results, nil
+}
+
+// identities are the keys an instance is known by: its provider ID and,
+// where names are unique, its name.
+func identities(inst *Instance) []Key {
+	if inst == nil {
+		return nil
+	}
+	var ks []Key
+	if inst.ProviderID != "" {
+		ks = append(ks, Key{ProviderID: inst.ProviderID})
+	}
+	if inst.Name != "" {
+		ks = append(ks, Key{NodeName: inst.Name})
+	}
+	return ks
+}
+
+// cacheKey is the key k is cached under: its provider ID when it has one,
+// else its node name, so the same instance asked about with and without
+// the node name shares one entry.
+func cacheKey(k Key) Key {
+	if k.ProviderID != "" {
+		return Key{ProviderID: k.ProviderID}
+	}
+	return Key{NodeName: k.NodeName}
 }
 
 // Lookup returns the instance behind key; (nil, nil) means it definitively
 // does not exist. Other controllers (CSR approval, volume labels) use it too.
 func (in *Instances) Lookup(ctx context.Context, key Key) (*Instance, error) {
-	if inst, ok := in.cache.get(key); ok {
-		lookups.WithLabelValues(in.driver, "cache").Inc()
-		return inst, nil
-	}
-	lookups.WithLabelValues(in.driver, "cloud").Inc()
-	r, err := in.batcher.Get(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	return r.Instance, r.Err
+	return in.lookup.Get(ctx, key)
 }
 
 func keyOf(node *v1.Node) Key {

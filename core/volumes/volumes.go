@@ -7,7 +7,6 @@ package volumes
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -98,23 +97,62 @@ type Options struct {
 
 // Volumes is the batched, cached volume lookup for one driver.
 type Volumes struct {
-	driver  string
-	src     Source
-	cache   *batch.Cache[Key, *Volume]
-	batcher *batch.Batcher[Key, Result]
+	driver string
+	src    Source
+	lookup *batch.Lookup[Key, *Volume]
 }
 
 // New returns Volumes over src.
 func New(src Source, o Options) *Volumes {
 	registerMetrics()
-	vs := &Volumes{driver: o.Driver, src: src, cache: batch.NewCache[Key, *Volume](o.CacheTTL)}
-	vs.batcher = batch.New(vs.fetch, batch.Options{
-		Window:  o.BatchWindow,
-		MaxSize: o.BatchSize,
-		Timeout: o.Timeout,
-		Observe: func(n int) { batchSize.WithLabelValues(o.Driver).Observe(float64(n)) },
-	})
-	return vs
+	return &Volumes{
+		driver: o.Driver,
+		src:    src,
+		lookup: batch.NewLookup(sourceOf(src), batch.LookupOptions[Key, *Volume]{
+			Driver: o.Driver,
+			Kind:   "volume",
+			Batch: batch.Options{
+				Window:  o.BatchWindow,
+				MaxSize: o.BatchSize,
+				Timeout: o.Timeout,
+				Observe: func(n int) { batchSize.WithLabelValues(o.Driver).Observe(float64(n)) },
+			},
+			CacheTTL:   o.CacheTTL,
+			IsNotFound: cloudapi.IsNotFound,
+			// A disk a listing returned is cached under its canonical ID;
+			// an answer only under the key asked for, as the driver may
+			// spell a disk in several ways.
+			Keys: func(v *Volume) []Key {
+				if v == nil {
+					return nil
+				}
+				return []Key{{ID: v.ID}}
+			},
+			OnHit:  func() { lookups.WithLabelValues(o.Driver, "cache").Inc() },
+			OnMiss: func() { lookups.WithLabelValues(o.Driver, "cloud").Inc() },
+		}),
+	}
+}
+
+// sourceOf adapts src to the shape batch.Lookup asks for.
+func sourceOf(src Source) batch.Source[Key, *Volume] {
+	return func(ctx context.Context, keys []Key) (batch.Answer[*Volume], error) {
+		ans, err := src.LookupVolumes(ctx, keys)
+		if err != nil {
+			return batch.Answer[*Volume]{}, err
+		}
+		out := batch.Answer[*Volume]{
+			Results: make([]batch.Result[*Volume], len(ans.Results)),
+			Seen:    make([]*Volume, len(ans.Seen)),
+		}
+		for i, r := range ans.Results {
+			out.Results[i] = batch.Result[*Volume]{Value: r.Volume, Err: r.Err}
+		}
+		for i := range ans.Seen {
+			out.Seen[i] = &ans.Seen[i]
+		}
+		return out, nil
+	}
 }
 
 // Driver is the name of the driver the lookups go to.
@@ -123,51 +161,10 @@ func (vs *Volumes) Driver() string { return vs.driver }
 // KeyOf is the driver's VolumeKey.
 func (vs *Volumes) KeyOf(pv *v1.PersistentVolume) (Key, bool, error) { return vs.src.VolumeKey(pv) }
 
-func (vs *Volumes) fetch(ctx context.Context, keys []Key) ([]Result, error) {
-	ans, err := vs.src.LookupVolumes(ctx, keys)
-	if err != nil {
-		if cloudapi.IsNotFound(err) {
-			// A batch error is ambiguous for every key, even when it says
-			// "not found" (a listing that 404ed): drop the kind so no PV
-			// is reported missing on it.
-			return nil, fmt.Errorf("driver %s failed a batch of %d volume lookups: %v", vs.driver, len(keys), err)
-		}
-		return nil, err
-	}
-	if len(ans.Results) != len(keys) {
-		return nil, fmt.Errorf("driver %s answered %d of %d volume lookups", vs.driver, len(ans.Results), len(keys))
-	}
-	now := time.Now()
-	for i := range ans.Seen {
-		vs.cache.Put(Key{ID: ans.Seen[i].ID}, &ans.Seen[i], now)
-	}
-	for i := range ans.Results {
-		r := &ans.Results[i]
-		if cloudapi.IsNotFound(r.Err) {
-			// A per-key not-found is as definitive as a nil volume; one
-			// form keeps callers consistent.
-			r.Volume, r.Err = nil, nil
-		}
-		if r.Err == nil {
-			vs.cache.Put(keys[i], r.Volume, now)
-		}
-	}
-	return ans.Results, nil
-}
-
 // Lookup returns the disk behind key; (nil, nil) means it definitively does
 // not exist.
 func (vs *Volumes) Lookup(ctx context.Context, key Key) (*Volume, error) {
-	if v, ok := vs.cache.Get(key); ok {
-		lookups.WithLabelValues(vs.driver, "cache").Inc()
-		return v, nil
-	}
-	lookups.WithLabelValues(vs.driver, "cloud").Inc()
-	r, err := vs.batcher.Get(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	return r.Volume, r.Err
+	return vs.lookup.Get(ctx, key)
 }
 
 // CSIHandle returns the volume handle of a CSI PV of the named CSI driver.

@@ -1,0 +1,141 @@
+package batch
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Result answers one key of a batched cloud lookup. A zero Value with Err
+// nil means the cloud says definitively that there is no such thing.
+type Result[V any] struct {
+	Value V
+	Err   error
+}
+
+// Answer is a source's reply to a batch lookup.
+type Answer[V any] struct {
+	// Results is aligned with the keys asked for.
+	Results []Result[V]
+	// Seen lists other values the call happened to return (a listing
+	// returns whole pages); they are cached under LookupOptions.Keys so
+	// later lookups are free.
+	Seen []V
+}
+
+// Source resolves many keys in as few cloud calls as it can. A returned
+// error fails the whole batch and is ambiguous. A key the source cannot
+// resolve for sure gets a Result with Err set, never a zero Value.
+type Source[K comparable, V any] func(ctx context.Context, keys []K) (Answer[V], error)
+
+// LookupOptions shape a Lookup.
+type LookupOptions[K comparable, V any] struct {
+	// Driver and Kind ("instance", "volume") name what is looked up in
+	// error messages.
+	Driver string
+	Kind   string
+	Batch  Options
+	// CacheTTL is how long answers are remembered; 0 or less turns the
+	// cache off.
+	CacheTTL time.Duration
+	// IsNotFound says whether a per-key error means a definitive "does not
+	// exist".
+	IsNotFound func(error) bool
+	// Keys are the keys a value is known by; a Seen value is cached under
+	// each of them. It must cope with a zero V (a not-found answer).
+	Keys func(V) []K
+	// IndexAnswers also caches each answered value under Keys, so a value
+	// first asked for by one of its names is found by the others too.
+	IndexAnswers bool
+	// CacheKey, if set, maps a key to the one it is cached under, for
+	// keys that carry more than their identity (a Node's name next to
+	// its provider ID).
+	CacheKey func(K) K
+	// OnHit and OnMiss, if set, are told whether each Get was answered
+	// from the cache or went to the cloud.
+	OnHit, OnMiss func()
+}
+
+// Lookup is a batched, cached lookup of one driver's cloud objects: Gets
+// are answered from a short-lived cache or coalesced by a Batcher into
+// calls to the Source, whose answers it checks and caches. It is safe for
+// concurrent use.
+type Lookup[K comparable, V any] struct {
+	src     Source[K, V]
+	o       LookupOptions[K, V]
+	cache   *Cache[K, V]
+	batcher *Batcher[K, Result[V]]
+}
+
+// NewLookup returns a Lookup over src.
+func NewLookup[K comparable, V any](src Source[K, V], o LookupOptions[K, V]) *Lookup[K, V] {
+	if o.CacheKey == nil {
+		o.CacheKey = func(k K) K { return k }
+	}
+	l := &Lookup[K, V]{src: src, o: o, cache: NewCache[K, V](o.CacheTTL)}
+	l.batcher = New(l.fetch, o.Batch)
+	return l
+}
+
+func (l *Lookup[K, V]) fetch(ctx context.Context, keys []K) ([]Result[V], error) {
+	ans, err := l.src(ctx, keys)
+	if err != nil {
+		if l.o.IsNotFound(err) {
+			// A batch error is ambiguous for every key (see Source) even
+			// when it says "not found" (say, a listing that 404ed): drop
+			// the kind so nothing is taken for gone on it.
+			return nil, fmt.Errorf("driver %s failed a batch of %d %s lookups: %v", l.o.Driver, len(keys), l.o.Kind, err)
+		}
+		return nil, err
+	}
+	if len(ans.Results) != len(keys) {
+		return nil, fmt.Errorf("driver %s answered %d of %d %s lookups", l.o.Driver, len(ans.Results), len(keys), l.o.Kind)
+	}
+	now := time.Now()
+	for _, v := range ans.Seen {
+		l.putKeys(v, now)
+	}
+	for i := range ans.Results {
+		r := &ans.Results[i]
+		if r.Err != nil && l.o.IsNotFound(r.Err) {
+			// A per-key not-found is as definitive as a zero value; one
+			// form keeps every caller consistent.
+			var zero V
+			r.Value, r.Err = zero, nil
+		}
+		if r.Err != nil {
+			continue
+		}
+		l.cache.Put(l.o.CacheKey(keys[i]), r.Value, now)
+		if l.o.IndexAnswers {
+			l.putKeys(r.Value, now)
+		}
+	}
+	return ans.Results, nil
+}
+
+func (l *Lookup[K, V]) putKeys(v V, now time.Time) {
+	for _, k := range l.o.Keys(v) {
+		l.cache.Put(l.o.CacheKey(k), v, now)
+	}
+}
+
+// Get returns the value behind key; a zero value with a nil error means it
+// definitively does not exist.
+func (l *Lookup[K, V]) Get(ctx context.Context, key K) (V, error) {
+	if v, ok := l.cache.Get(l.o.CacheKey(key)); ok {
+		if l.o.OnHit != nil {
+			l.o.OnHit()
+		}
+		return v, nil
+	}
+	if l.o.OnMiss != nil {
+		l.o.OnMiss()
+	}
+	r, err := l.batcher.Get(ctx, key)
+	if err != nil {
+		var zero V
+		return zero, err
+	}
+	return r.Value, r.Err
+}
