@@ -133,6 +133,22 @@ dist:
 	done; \
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) env -u GOOS -u GOARCH $(GO) run ./packaging/mkdist -version '$(VERSION)' -out '$(DIST)' $$bins
 
+# Go benchmarks of the core packages alone (the batcher and its cache);
+# the full-cluster `make bench` of docs/performance.md builds on this as
+# bench-go.
+.PHONY: bench bench-go fuzz
+BENCH ?= .
+bench: bench-go
+
+bench-go:
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem ./core/...
+
+# make fuzz [FUZZTIME=5m]: the config loader on random files and
+# environments; a failing input is saved under config/testdata/fuzz/.
+FUZZTIME ?= 60s
+fuzz:
+	$(GO) test ./config -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME)
+
 version:
 	@echo $(VERSION)
 
