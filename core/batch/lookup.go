@@ -51,6 +51,10 @@ type LookupOptions[K comparable, V any] struct {
 	// keys that carry more than their identity (a Node's name next to
 	// its provider ID).
 	CacheKey func(K) K
+	// Metrics, if set, is the metrics subsystem ("instances"): Gets are
+	// counted by where the answer came from and batch sizes observed,
+	// per Driver.
+	Metrics string
 	// OnHit and OnMiss, if set, are told whether each Get was answered
 	// from the cache or went to the cloud.
 	OnHit, OnMiss func()
@@ -71,6 +75,19 @@ type Lookup[K comparable, V any] struct {
 func NewLookup[K comparable, V any](src Source[K, V], o LookupOptions[K, V]) *Lookup[K, V] {
 	if o.CacheKey == nil {
 		o.CacheKey = func(k K) K { return k }
+	}
+	if o.Metrics != "" {
+		m := metricsFor(o.Metrics, o.Kind)
+		hits, misses := m.lookups.WithLabelValues(o.Driver, "cache"), m.lookups.WithLabelValues(o.Driver, "cloud")
+		sizes := m.batchSize.WithLabelValues(o.Driver)
+		o.OnHit, o.OnMiss = chain(o.OnHit, hits.Inc), chain(o.OnMiss, misses.Inc)
+		observe := o.Batch.Observe
+		o.Batch.Observe = func(n int) {
+			sizes.Observe(float64(n))
+			if observe != nil {
+				observe(n)
+			}
+		}
 	}
 	l := &Lookup[K, V]{src: src, o: o, cache: NewCache[K, V](o.CacheTTL)}
 	l.batcher = New(l.fetch, o.Batch)
@@ -138,4 +155,12 @@ func (l *Lookup[K, V]) Get(ctx context.Context, key K) (V, error) {
 		return zero, err
 	}
 	return r.Value, r.Err
+}
+
+// chain calls f (if set) and then g.
+func chain(f, g func()) func() {
+	if f == nil {
+		return g
+	}
+	return func() { f(); g() }
 }

@@ -88,7 +88,6 @@ var _ cloudprovider.InstancesV2 = (*Instances)(nil)
 
 // New returns Instances over src.
 func New(src Source, o Options) *Instances {
-	registerMetrics()
 	return &Instances{
 		driver: o.Driver,
 		lookup: batch.NewLookup(sourceOf(src), batch.LookupOptions[Key, *Instance]{
@@ -98,7 +97,6 @@ func New(src Source, o Options) *Instances {
 				Window:  o.BatchWindow,
 				MaxSize: o.BatchSize,
 				Timeout: o.Timeout,
-				Observe: func(n int) { batchSize.WithLabelValues(o.Driver).Observe(float64(n)) },
 			},
 			CacheTTL:   o.CacheTTL,
 			IsNotFound: IsNotFound,
@@ -108,8 +106,7 @@ func New(src Source, o Options) *Instances {
 			// afterwards.
 			IndexAnswers: true,
 			CacheKey:     cacheKey,
-			OnHit:        func() { lookups.WithLabelValues(o.Driver, "cache").Inc() },
-			OnMiss:       func() { lookups.WithLabelValues(o.Driver, "cloud").Inc() },
+			Metrics:      "instances",
 		}),
 	}
 }

@@ -104,7 +104,6 @@ type Volumes struct {
 
 // New returns Volumes over src.
 func New(src Source, o Options) *Volumes {
-	registerMetrics()
 	return &Volumes{
 		driver: o.Driver,
 		src:    src,
@@ -115,7 +114,6 @@ func New(src Source, o Options) *Volumes {
 				Window:  o.BatchWindow,
 				MaxSize: o.BatchSize,
 				Timeout: o.Timeout,
-				Observe: func(n int) { batchSize.WithLabelValues(o.Driver).Observe(float64(n)) },
 			},
 			CacheTTL:   o.CacheTTL,
 			IsNotFound: cloudapi.IsNotFound,
@@ -128,8 +126,7 @@ func New(src Source, o Options) *Volumes {
 				}
 				return []Key{{ID: v.ID}}
 			},
-			OnHit:  func() { lookups.WithLabelValues(o.Driver, "cache").Inc() },
-			OnMiss: func() { lookups.WithLabelValues(o.Driver, "cloud").Inc() },
+			Metrics: "volumes",
 		}),
 	}
 }
