@@ -55,21 +55,8 @@ func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (inst
 	if err != nil {
 		return instances.Answer{}, err
 	}
-	results := make([]instances.Result, len(keys))
-	byID := map[string][]int{}
-	byName := map[string][]int{}
-	for i, k := range keys {
-		if k.ProviderID == "" {
-			byName[k.NodeName] = append(byName[k.NodeName], i)
-			continue
-		}
-		id, err := instanceID(k.ProviderID)
-		if err != nil {
-			results[i].Err = err
-			continue
-		}
-		byID[id] = append(byID[id], i)
-	}
+	g := instances.Group(keys, instanceID)
+	results, byID, byName := g.Results, g.ByRef, g.ByName
 
 	var all []ec2types.Instance
 	ids, names := sortedKeys(byID), sortedKeys(byName)

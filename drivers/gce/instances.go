@@ -62,21 +62,8 @@ func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (inst
 	if err != nil {
 		return instances.Answer{}, err
 	}
-	results := make([]instances.Result, len(keys))
-	byRef := map[instanceRef][]int{}
-	byName := map[string][]int{}
-	for i, k := range keys {
-		if k.ProviderID == "" {
-			byName[k.NodeName] = append(byName[k.NodeName], i)
-			continue
-		}
-		ref, err := parseProviderID(k.ProviderID)
-		if err != nil {
-			results[i].Err = err
-			continue
-		}
-		byRef[ref] = append(byRef[ref], i)
-	}
+	g := instances.Group(keys, parseProviderID)
+	results, byRef, byName := g.Results, g.ByRef, g.ByName
 
 	found := map[instanceRef]*computepb.Instance{}
 	// Per project and zone, the named instances.
