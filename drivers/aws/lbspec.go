@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/polyccm/polyccm/core/annotations"
+	"github.com/polyccm/polyccm/core/lbtargets"
 )
 
 // Service annotations, with the AWS cloud-controller-manager's names and
@@ -430,32 +432,15 @@ func sourceRanges(svc *v1.Service, a *annotations.Values, dualstack bool) []stri
 
 // targetNodes are the Nodes whose instances the NLB forwards to.
 func targetNodes(nodes []*v1.Node, labels map[string]string) (ids []string, skipped []string) {
-	seen := map[string]bool{}
-	for _, n := range nodes {
-		if v, ok := n.Labels[v1.LabelNodeExcludeBalancers]; ok {
-			if b, err := strconv.ParseBool(v); err != nil || b {
-				continue
-			}
-		}
-		match := true
+	matching := slices.DeleteFunc(slices.Clone(nodes), func(n *v1.Node) bool {
 		for k, v := range labels {
 			if n.Labels[k] != v {
-				match = false
+				return true
 			}
 		}
-		if !match {
-			continue
-		}
-		id, err := instanceID(n.Spec.ProviderID)
-		if err != nil {
-			skipped = append(skipped, n.Name)
-			continue
-		}
-		if !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
+		return false
+	})
+	ids, skipped = lbtargets.Collect(matching, instanceID)
 	sort.Strings(ids)
 	return ids, skipped
 }

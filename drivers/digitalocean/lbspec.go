@@ -5,13 +5,13 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/digitalocean/godo"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/polyccm/polyccm/core/annotations"
+	"github.com/polyccm/polyccm/core/lbtargets"
 )
 
 // The Service annotations, with the DigitalOcean CCM's names and meanings
@@ -430,23 +430,7 @@ func firewall(svc *v1.Service, a *annotations.Values) *godo.LBFirewall {
 // dropletIDsOf maps the nodes the service controller passes to droplets,
 // skipping nodes excluded from load balancers and nodes not initialized yet.
 func dropletIDsOf(nodes []*v1.Node) (ids []int, skipped []string) {
-	seen := map[int]bool{}
-	for _, n := range nodes {
-		if v, ok := n.Labels[v1.LabelNodeExcludeBalancers]; ok {
-			if b, err := strconv.ParseBool(v); err != nil || b {
-				continue
-			}
-		}
-		id, err := dropletID(n.Spec.ProviderID)
-		if err != nil {
-			skipped = append(skipped, n.Name)
-			continue
-		}
-		if !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
+	ids, skipped = lbtargets.Collect(nodes, dropletID)
 	sort.Ints(ids)
 	return ids, skipped
 }

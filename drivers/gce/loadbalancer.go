@@ -19,6 +19,7 @@ import (
 
 	"github.com/polyccm/polyccm/core/annotations"
 	"github.com/polyccm/polyccm/core/cloudapi"
+	"github.com/polyccm/polyccm/core/lbtargets"
 )
 
 // targetPoolChunk is how many instances one addInstance/removeInstance
@@ -189,22 +190,16 @@ func (l *loadBalancers) recordOperationError(svc *v1.Service, err error) {
 
 // nodeInstances groups the nodes' instances of the project by zone.
 func nodeInstances(nodes []*v1.Node, project string) (map[string][]string, []string) {
+	refs, skipped := lbtargets.Collect(nodes, func(providerID string) (instanceRef, error) {
+		ref, err := parseProviderID(providerID)
+		if err == nil && ref.project != project {
+			err = fmt.Errorf("instance %s is in project %s, not %s", ref.name, ref.project, project)
+		}
+		return ref, err
+	})
 	byZone := map[string][]string{}
-	var skipped []string
-	for _, n := range nodes {
-		if v, ok := n.Labels[v1.LabelNodeExcludeBalancers]; ok {
-			if b, err := strconv.ParseBool(v); err != nil || b {
-				continue
-			}
-		}
-		ref, err := parseProviderID(n.Spec.ProviderID)
-		if err != nil || ref.project != project {
-			skipped = append(skipped, n.Name)
-			continue
-		}
-		if !slices.Contains(byZone[ref.zone], ref.name) {
-			byZone[ref.zone] = append(byZone[ref.zone], ref.name)
-		}
+	for _, ref := range refs {
+		byZone[ref.zone] = append(byZone[ref.zone], ref.name)
 	}
 	for z := range byZone {
 		sort.Strings(byZone[z])
