@@ -121,7 +121,8 @@ type Cloud struct {
 	cluster string
 	deps    driver.Deps
 
-	base aws.Config // credentials and shared settings, region not yet known
+	base     aws.Config
+	metadata *imds.Client // the instance metadata service // credentials and shared settings, region not yet known
 
 	mu      sync.Mutex
 	clients *clients // built on first use, once the region is known
@@ -165,7 +166,9 @@ func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
 	if err != nil {
 		return nil, fmt.Errorf("aws: loading the SDK configuration (drivers.aws.profile, AWS_* variables, ~/.aws files): %w", err)
 	}
-	c := &Cloud{cfg: *cfg, api: deps.API, cluster: deps.ClusterName, deps: deps, base: base}
+	c := &Cloud{cfg: *cfg, api: deps.API, cluster: deps.ClusterName, deps: deps, base: base,
+		// One client keeps its IMDSv2 session token across reads.
+		metadata: imds.New(imds.Options{Endpoint: cfg.Endpoints.IMDS, Retryer: aws.NopRetryer{}})}
 	c.lbs = &loadBalancers{c: c}
 	c.routes = &routes{c: c}
 	if deps.Informers != nil {
@@ -251,15 +254,11 @@ func roleSessionName(cluster string) string {
 	return name
 }
 
-func (c *Cloud) imds() *imds.Client {
-	return imds.New(imds.Options{Endpoint: c.cfg.Endpoints.IMDS, Retryer: aws.NopRetryer{}})
-}
-
 func (c *Cloud) metadataRegion(ctx context.Context) (string, error) {
 	var out *imds.GetRegionOutput
 	err := c.api.Do(ctx, "imds.region", func(ctx context.Context) error {
 		var err error
-		out, err = c.imds().GetRegion(ctx, &imds.GetRegionInput{})
+		out, err = c.metadata.GetRegion(ctx, &imds.GetRegionInput{})
 		return err
 	})
 	if err != nil {

@@ -1127,7 +1127,7 @@ func (c *Cloud) vpcID(ctx context.Context, cl *clients) (string, error) {
 	// The body is read inside the call: its context ends when the call does.
 	get := func(path string) (string, error) {
 		return cloudapi.Call(ctx, c.api, "imds.GetMetadata", func(ctx context.Context) (string, error) {
-			out, err := c.imds().GetMetadata(ctx, &imds.GetMetadataInput{Path: path})
+			out, err := c.metadata.GetMetadata(ctx, &imds.GetMetadataInput{Path: path})
 			if err != nil {
 				return "", err
 			}
