@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
-	"sort"
 	"strings"
 
 	"github.com/polyccm/polyccm/test/fakecloud/faults"
@@ -24,80 +22,18 @@ type params map[string]string
 type route struct {
 	method  string
 	pattern string // as documented, e.g. "/v2/droplets/{id}"
-	segs    []string
 	handle  handlerFunc
 }
 
 // handle registers a route. Each resource's file registers its own, so new
 // resources (load balancers, ...) slot in without touching the router.
 func (s *Server) handle(method, pattern string, h handlerFunc) {
-	s.routes = append(s.routes, route{
-		method:  method,
-		pattern: pattern,
-		segs:    strings.Split(strings.Trim(pattern, "/"), "/"),
-		handle:  h,
-	})
+	s.routes.Add(method, pattern, route{method: method, pattern: pattern, handle: h})
 }
 
-// match finds the route for a request. Among the routes whose pattern fits
-// the path it prefers the one with the most literal segments, so a static
-// path beats a {param}. When the path fits but no route has the method,
-// allowed lists the methods that would do (for a 405) and pattern is the
-// path's pattern, so the 405 is still counted by pattern.
-func (s *Server) match(method, path string) (rt *route, p params, allowed []string, pattern string) {
-	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
-	best, bestOther := -1, -1
-	for k := range s.routes {
-		r := &s.routes[k]
-		lit, ok := fit(r.segs, segs)
-		switch {
-		case !ok:
-		case r.method != method:
-			allowed = append(allowed, r.method)
-			if lit > bestOther {
-				pattern, bestOther = r.pattern, lit
-			}
-		case lit > best:
-			rt, best = r, lit
-		}
-	}
-	if rt == nil {
-		sort.Strings(allowed)
-		return nil, nil, slices.Compact(allowed), pattern
-	}
-	p = params{}
-	for k, seg := range rt.segs {
-		if isParam(seg) {
-			p[seg[1:len(seg)-1]] = segs[k]
-		}
-	}
-	return rt, p, nil, rt.pattern
-}
-
-// fit reports whether path segments fit a pattern, and how many literal
-// segments matched. Empty segments never fit a parameter, so a trailing
-// slash is a different path, as on the real API.
-func fit(pattern, segs []string) (literals int, ok bool) {
-	if len(pattern) != len(segs) {
-		return 0, false
-	}
-	for k, p := range pattern {
-		switch {
-		case isParam(p):
-			if segs[k] == "" {
-				return 0, false
-			}
-		case p == segs[k]:
-			literals++
-		default:
-			return 0, false
-		}
-	}
-	return literals, true
-}
-
-func isParam(seg string) bool {
-	return strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}")
+func (s *Server) match(method, path string) (*route, params, []string, string) {
+	rt, p, allowed, pattern := s.routes.Match(method, path)
+	return rt, p, allowed, pattern
 }
 
 // ServeHTTP takes a request through fault injection, authentication and

@@ -36,13 +36,14 @@ import (
 	"time"
 
 	"github.com/polyccm/polyccm/test/fakecloud/faults"
+	"github.com/polyccm/polyccm/test/fakecloud/pathmatch"
 )
 
 // Server is a fake DigitalOcean API. Create it with New, then Start it, or
 // mount Handler in a server of your own.
 type Server struct {
 	faults *faults.Injector
-	routes []route
+	routes pathmatch.Routes[route]
 
 	// stop ends requests held by the injector (Timeout rules) when the
 	// server closes, since httptest.Server.Close waits for them.

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -34,7 +32,6 @@ type params map[string]string
 type route struct {
 	method   string
 	pattern  string // as in the discovery document, e.g. "/compute/v1/projects/{project}/zones/{zone}/instances"
-	segs     []string
 	handle   handlerFunc
 	unlocked bool
 	mutating bool // starts an operation: requestId applies
@@ -44,86 +41,24 @@ const apiPrefix = "/compute/v1/"
 
 // handle registers a route under /compute/v1/; pattern is the discovery
 // document's flatPath ("projects/{project}/zones/{zone}/instances").
-func (s *Server) handle(method, pattern string, h handlerFunc) {
-	s.routes = append(s.routes, route{
-		method:  method,
-		pattern: apiPrefix + pattern,
-		segs:    strings.Split(strings.Trim(apiPrefix+pattern, "/"), "/"),
-		handle:  h,
-	})
+func (s *Server) handle(method, pattern string, h handlerFunc) *route {
+	return s.routes.Add(method, apiPrefix+pattern, route{method: method, pattern: apiPrefix + pattern, handle: h})
 }
 
 // handleOp registers a route that starts an operation.
 func (s *Server) handleOp(method, pattern string, h handlerFunc) {
-	s.handle(method, pattern, h)
-	s.routes[len(s.routes)-1].mutating = true
+	s.handle(method, pattern, h).mutating = true
 }
 
 // handleUnlocked registers a route whose handler takes the lock itself
 // (operation waits, which must not hold it while they wait).
 func (s *Server) handleUnlocked(method, pattern string, h handlerFunc) {
-	s.handle(method, pattern, h)
-	s.routes[len(s.routes)-1].unlocked = true
+	s.handle(method, pattern, h).unlocked = true
 }
 
-// match finds the route for a request. Among the routes whose pattern fits
-// the path it prefers the one with the most literal segments, so a static
-// path beats a {param}. When the path fits but no route has the method,
-// allowed lists the methods that would do (for a 405) and pattern is the
-// path's pattern, so the 405 is still counted by pattern.
-func (s *Server) match(method, path string) (rt *route, p params, allowed []string, pattern string) {
-	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
-	best, bestOther := -1, -1
-	for k := range s.routes {
-		r := &s.routes[k]
-		lit, ok := fit(r.segs, segs)
-		switch {
-		case !ok:
-		case r.method != method:
-			allowed = append(allowed, r.method)
-			if lit > bestOther {
-				pattern, bestOther = r.pattern, lit
-			}
-		case lit > best:
-			rt, best = r, lit
-		}
-	}
-	if rt == nil {
-		sort.Strings(allowed)
-		return nil, nil, slices.Compact(allowed), pattern
-	}
-	p = params{}
-	for k, seg := range rt.segs {
-		if isParam(seg) {
-			p[seg[1:len(seg)-1]] = segs[k]
-		}
-	}
-	return rt, p, nil, rt.pattern
-}
-
-// fit reports whether path segments fit a pattern, and how many literal
-// segments matched. Empty segments never fit a parameter.
-func fit(pattern, segs []string) (literals int, ok bool) {
-	if len(pattern) != len(segs) {
-		return 0, false
-	}
-	for k, p := range pattern {
-		switch {
-		case isParam(p):
-			if segs[k] == "" {
-				return 0, false
-			}
-		case p == segs[k]:
-			literals++
-		default:
-			return 0, false
-		}
-	}
-	return literals, true
-}
-
-func isParam(seg string) bool {
-	return strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}")
+func (s *Server) match(method, path string) (*route, params, []string, string) {
+	rt, p, allowed, pattern := s.routes.Match(method, path)
+	return rt, p, allowed, pattern
 }
 
 // ServeHTTP takes a request through fault injection, authentication and

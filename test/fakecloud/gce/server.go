@@ -79,13 +79,14 @@ import (
 	"time"
 
 	"github.com/polyccm/polyccm/test/fakecloud/faults"
+	"github.com/polyccm/polyccm/test/fakecloud/pathmatch"
 )
 
 // Server is a fake Compute Engine API. Create it with New, then Start it,
 // or mount Handler in a server of your own.
 type Server struct {
 	faults *faults.Injector
-	routes []route
+	routes pathmatch.Routes[route]
 
 	saOnce sync.Once
 	sa     *serviceAccounts // keys issued by ServiceAccountKey
