@@ -78,14 +78,14 @@ func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (inst
 		// IDs are confirmed one by one, as after a filtered listing.
 		ids, names = nil, slices.DeleteFunc(names, func(n string) bool { return listed[n] })
 	}
-	for _, chunk := range chunks(ids, filterChunk) {
+	for chunk := range slices.Chunk(ids, filterChunk) {
 		got, err := c.describeInstances(ctx, cl, []ec2types.Filter{{Name: aws.String("instance-id"), Values: chunk}})
 		if err != nil {
 			return instances.Answer{}, err
 		}
 		all = append(all, got...)
 	}
-	for _, chunk := range chunks(names, filterChunk) {
+	for chunk := range slices.Chunk(names, filterChunk) {
 		got, err := c.describeInstances(ctx, cl, []ec2types.Filter{{Name: aws.String("private-dns-name"), Values: chunk}})
 		if err != nil {
 			return instances.Answer{}, err
@@ -306,17 +306,5 @@ func sortedKeys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
-	return out
-}
-
-func chunks(s []string, n int) [][]string {
-	var out [][]string
-	for len(s) > n {
-		out = append(out, s[:n])
-		s = s[n:]
-	}
-	if len(s) > 0 {
-		out = append(out, s)
-	}
 	return out
 }

@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -67,7 +68,7 @@ func (c *Cloud) LookupVolumes(ctx context.Context, keys []volumes.Key) (volumes.
 		byID[k.ID] = append(byID[k.ID], i)
 	}
 	found := map[string]*volumes.Volume{}
-	for _, chunk := range chunks(sortedKeys(byID), filterChunk) {
+	for chunk := range slices.Chunk(sortedKeys(byID), filterChunk) {
 		got, err := c.describeVolumes(ctx, cl, &ec2.DescribeVolumesInput{
 			Filters:    []ec2types.Filter{{Name: aws.String("volume-id"), Values: chunk}},
 			MaxResults: aws.Int32(volumePage),

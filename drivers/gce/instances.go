@@ -3,6 +3,7 @@ package gce
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -158,7 +159,7 @@ zones:
 // one unfiltered listing when that costs no more calls (see
 // instances.ListSizes).
 func (c *Cloud) filtersFor(scope string, names []string) []string {
-	filtered := chunkStrings(names, nameChunk)
+	filtered := slices.Collect(slices.Chunk(names, nameChunk))
 	if len(names) == 0 {
 		return nil
 	}
@@ -294,16 +295,4 @@ func toInstance(ref instanceRef, in *computepb.Instance) *instances.Instance {
 	add(v1.NodeHostName, host)
 	inst.Addresses = addrs
 	return inst
-}
-
-func chunkStrings(s []string, n int) [][]string {
-	var out [][]string
-	for len(s) > n {
-		out = append(out, s[:n])
-		s = s[n:]
-	}
-	if len(s) > 0 {
-		out = append(out, s)
-	}
-	return out
 }

@@ -342,7 +342,7 @@ func (l *loadBalancers) ensureTargetPool(ctx context.Context, cl *clients, env *
 	}
 	sort.Strings(add)
 	sort.Strings(remove)
-	for _, chunk := range chunkStrings(add, targetPoolChunk) {
+	for chunk := range slices.Chunk(add, targetPoolChunk) {
 		refs := refsOf(chunk)
 		if err := l.c.change(ctx, cl, "targetPools.addInstance", "adding instances to target pool "+spec.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
 			return cl.targetPools.AddInstance(ctx, &computepb.AddInstanceTargetPoolRequest{RequestId: rid, Project: env.project, Region: env.region, TargetPool: spec.base,
@@ -351,7 +351,7 @@ func (l *loadBalancers) ensureTargetPool(ctx context.Context, cl *clients, env *
 			return "", err
 		}
 	}
-	for _, chunk := range chunkStrings(remove, targetPoolChunk) {
+	for chunk := range slices.Chunk(remove, targetPoolChunk) {
 		refs := refsOf(chunk)
 		if err := l.c.change(ctx, cl, "targetPools.removeInstance", "removing instances from target pool "+spec.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
 			return cl.targetPools.RemoveInstance(ctx, &computepb.RemoveInstanceTargetPoolRequest{RequestId: rid, Project: env.project, Region: env.region, TargetPool: spec.base,
@@ -641,7 +641,7 @@ func (l *loadBalancers) ensureInstanceGroup(ctx context.Context, cl *clients, en
 		}
 	}
 	sort.Strings(remove)
-	for _, chunk := range chunkStrings(add, targetPoolChunk) {
+	for chunk := range slices.Chunk(add, targetPoolChunk) {
 		refs := refsOf(chunk)
 		if err := l.c.change(ctx, cl, "instanceGroups.addInstances", "adding instances to "+name+" in "+zone, func(ctx context.Context, rid *string) (*compute.Operation, error) {
 			return cl.instanceGroups.AddInstances(ctx, &computepb.AddInstancesInstanceGroupRequest{RequestId: rid, Project: env.project, Zone: zone, InstanceGroup: name,
@@ -650,7 +650,7 @@ func (l *loadBalancers) ensureInstanceGroup(ctx context.Context, cl *clients, en
 			return "", err
 		}
 	}
-	for _, chunk := range chunkStrings(remove, targetPoolChunk) {
+	for chunk := range slices.Chunk(remove, targetPoolChunk) {
 		refs := refsOf(chunk)
 		if err := l.c.change(ctx, cl, "instanceGroups.removeInstances", "removing instances from "+name+" in "+zone, func(ctx context.Context, rid *string) (*compute.Operation, error) {
 			return cl.instanceGroups.RemoveInstances(ctx, &computepb.RemoveInstancesInstanceGroupRequest{RequestId: rid, Project: env.project, Zone: zone, InstanceGroup: name,

@@ -3,6 +3,7 @@ package gce
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -111,7 +112,7 @@ func (c *Cloud) LookupVolumes(ctx context.Context, keys []volumes.Key) (volumes.
 scopes:
 	for s, names := range scopes {
 		sort.Strings(names)
-		for _, chunk := range chunkStrings(names, nameChunk) {
+		for chunk := range slices.Chunk(names, nameChunk) {
 			disks, err := c.listDisks(ctx, cl, s.project, s.zone, s.region, nameFilter(chunk))
 			if k := cloudapi.KindOf(err); k == cloudapi.KindInvalid || k == cloudapi.KindNotFound {
 				// An unknown zone or project in a PV fails its own keys,
@@ -142,7 +143,7 @@ scopes:
 		}
 		sort.Strings(names)
 		byName = map[string][]*volumes.Volume{}
-		for _, chunk := range chunkStrings(names, nameChunk) {
+		for chunk := range slices.Chunk(names, nameChunk) {
 			got, err := c.listDisksAggregated(ctx, cl, env.project, nameFilter(chunk))
 			if err != nil {
 				return volumes.Answer{}, err
