@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 )
@@ -108,4 +109,22 @@ func joinKey(prefix, key string) string {
 		return prefix
 	}
 	return prefix + "." + key
+}
+
+// CheckURL returns a Problem under key unless v is an absolute http(s)
+// URL, as every endpoint override must be; like, if set, is an example
+// for the message.
+func CheckURL(key, v, like string) error {
+	u, err := url.Parse(v)
+	if err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
+		return nil
+	}
+	msg := fmt.Sprintf("%q must be an absolute http(s) URL", v)
+	if err != nil {
+		msg = fmt.Sprintf("%q is not a URL (%v): it must be an absolute http(s) URL", v, err)
+	}
+	if like != "" {
+		msg += " like " + like
+	}
+	return Problem{Key: key, Msg: msg}
 }

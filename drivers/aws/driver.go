@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"sync"
 	"time"
@@ -96,8 +95,8 @@ func (c *Config) Validate() error {
 		if v == "" {
 			continue
 		}
-		if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			add(key, "%q must be an absolute http(s) URL", v)
+		if err := config.CheckURL(key, v, ""); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

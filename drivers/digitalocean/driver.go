@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -54,12 +53,8 @@ func (c *Config) Validate() error {
 	if c.Token.IsZero() {
 		errs = append(errs, config.Problem{Key: "token", Msg: "required: a DigitalOcean API token (read droplets, manage load balancers), given as " + secret.Forms})
 	}
-	u, err := url.Parse(c.APIURL)
-	switch {
-	case err != nil:
-		errs = append(errs, config.Problem{Key: "apiURL", Msg: fmt.Sprintf("not a URL: %v", err)})
-	case (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
-		errs = append(errs, config.Problem{Key: "apiURL", Msg: fmt.Sprintf("%q must be an absolute http(s) URL like %s", c.APIURL, DefaultAPIURL)})
+	if err := config.CheckURL("apiURL", c.APIURL, DefaultAPIURL); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Region != "" && !regionRE.MatchString(c.Region) {
 		errs = append(errs, config.Problem{Key: "region", Msg: fmt.Sprintf("%q is not a region slug (like fra1 or nyc3)", c.Region)})

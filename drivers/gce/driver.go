@@ -13,7 +13,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -93,8 +92,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.Endpoint != "" {
-		if u, err := url.Parse(c.Endpoint); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			add("endpoint", "%q must be an absolute http(s) URL", c.Endpoint)
+		if err := config.CheckURL("endpoint", c.Endpoint, ""); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
