@@ -6,6 +6,7 @@
 #   make build DRIVERS=aws,digitalocean   only those drivers
 #   make package [DRIVERS=aws,gce]        .deb and .rpm in dist/ (docs/packaging.md)
 #   make dist                   reproducible release tarballs and SHA256SUMS in dist/
+#   make bench [BENCH_DRIVER=aws]         polyccm at 100/1000/5000 nodes (docs/performance.md)
 #
 # Version stamping: VERSION, COMMIT and DATE come from git; DATE is the
 # commit's date, not now, so the same commit builds the same bytes.
@@ -57,7 +58,7 @@ GOFLAGS_BUILD := $(if $(TAGS),-tags $(TAGS)) -ldflags '$(LDFLAGS)'
 all: build
 
 help:
-	@sed -n '2,12p' Makefile
+	@sed -n '2,13p' Makefile
 
 build:
 	@mkdir -p $(dir $(BIN))
@@ -82,6 +83,8 @@ test-unit:
 test-e2e: tools build
 	CCMTEST_REQUIRE_CLUSTER=1 CCMTEST_POLYCCM_BIN=$(CURDIR)/$(BIN) \
 		$(GO) test -count=1 -tags e2e -timeout 30m -v ./test/e2e/
+	CCMTEST_REQUIRE_CLUSTER=1 CCMTEST_POLYCCM_BIN=$(CURDIR)/$(BIN) \
+		$(GO) test -count=1 -tags e2e -timeout 15m -v ./test/bench/
 
 test: lint tools
 	CCMTEST_REQUIRE_CLUSTER=1 $(MAKE) test-unit
@@ -133,12 +136,19 @@ dist:
 	done; \
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) env -u GOOS -u GOARCH $(GO) run ./packaging/mkdist -version '$(VERSION)' -out '$(DIST)' $$bins
 
-# Go benchmarks of the core packages alone (the batcher and its cache);
-# the full-cluster `make bench` of docs/performance.md builds on this as
-# bench-go.
+# make bench [BENCH_DRIVER=aws|gce|digitalocean] [BENCH_NODES=100,1000,5000]
+# [BENCH_FLAGS='-latency 50ms -rate 10']: polyccm on the local control
+# plane and a simulated, rate-limited cloud at each size, written to
+# bench/results/<driver>-<date>.json and .svg (docs/performance.md); then
+# the Go benchmarks of the core batcher and cache (bench-go).
 .PHONY: bench bench-go fuzz
+BENCH_DRIVER ?= digitalocean
+BENCH_NODES  ?= 100,1000,5000
+BENCH_FLAGS  ?=
 BENCH ?= .
-bench: bench-go
+bench: tools build bench-go
+	CCMTEST_POLYCCM_BIN=$(CURDIR)/$(BIN) BENCH_DRIVER=$(BENCH_DRIVER) BENCH_NODES=$(BENCH_NODES) \
+		$(GO) run ./test/bench $(BENCH_FLAGS)
 
 bench-go:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem ./core/...

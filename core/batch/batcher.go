@@ -27,7 +27,8 @@ type Options struct {
 	Timeout time.Duration
 	// MaxInFlight bounds concurrent Fetch calls; further closed batches
 	// wait for a slot (repeats of their keys still join them) while new
-	// keys gather in the next open batch. 0 means 4.
+	// keys gather in the next open batch. 0 means 4 (a Lookup's default
+	// is 1).
 	MaxInFlight int
 	// Observe, if set, is told the size of each batch sent.
 	Observe func(size int)

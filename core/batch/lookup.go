@@ -89,12 +89,47 @@ func NewLookup[K comparable, V any](src Source[K, V], o LookupOptions[K, V]) *Lo
 			}
 		}
 	}
+	// One fetch at a time: a driver answers a batch with a full listing
+	// when that is cheaper, and a listing answers for every key of the
+	// batches queued behind it (fetch looks in the cache first). With
+	// fetches in parallel, Nodes registering over a few seconds would
+	// each start a listing of the whole cluster.
+	if o.Batch.MaxInFlight == 0 {
+		o.Batch.MaxInFlight = 1
+	}
 	l := &Lookup[K, V]{src: src, o: o, cache: NewCache[K, V](o.CacheTTL)}
 	l.batcher = New(l.fetch, o.Batch)
 	return l
 }
 
+// fetch answers what the cache learnt since the batch closed (the fetch
+// before it may have listed everything) and asks the source for the rest.
 func (l *Lookup[K, V]) fetch(ctx context.Context, keys []K) ([]Result[V], error) {
+	results := make([]Result[V], len(keys))
+	var ask []K
+	var at []int // results index of each key in ask
+	for i, k := range keys {
+		if v, ok := l.cache.Get(l.o.CacheKey(k)); ok {
+			results[i].Value = v
+			continue
+		}
+		ask = append(ask, k)
+		at = append(at, i)
+	}
+	if len(ask) == 0 {
+		return results, nil
+	}
+	fetched, err := l.fetchSource(ctx, ask)
+	if err != nil {
+		return nil, err
+	}
+	for j, r := range fetched {
+		results[at[j]] = r
+	}
+	return results, nil
+}
+
+func (l *Lookup[K, V]) fetchSource(ctx context.Context, keys []K) ([]Result[V], error) {
 	ans, err := l.src(ctx, keys)
 	if err != nil {
 		if l.o.IsNotFound(err) {

@@ -265,3 +265,50 @@ func TestLookupCoalesces(t *testing.T) {
 		t.Errorf("%d source calls, want 1 batch of 3", n)
 	}
 }
+
+// Nodes registering over a few seconds arrive in many small batches; the
+// first one's full listing must answer the batches queued behind it
+// instead of each starting a listing of its own.
+func TestLookupBatchesQueuedBehindAListingUseIt(t *testing.T) {
+	release := make(chan struct{})
+	f := &fakeSource{answer: func(keys []string) (batch.Answer[*thing], error) {
+		<-release
+		a, _ := found(keys)
+		for i := range 50 {
+			a.Seen = append(a.Seen, &thing{names: []string{fmt.Sprintf("k%d", i)}})
+		}
+		return a, nil
+	}}
+	l, _ := newTestLookup(f, func(o *batch.LookupOptions[string, *thing]) {
+		o.Batch = batch.Options{Window: time.Millisecond, MaxSize: 5}
+		o.OnHit, o.OnMiss = nil, nil // Gets run concurrently here
+	})
+	var wg sync.WaitGroup
+	errs := make(chan error, 50)
+	for i := range 50 {
+		wg.Go(func() {
+			k := fmt.Sprintf("k%d", i)
+			v, err := l.Get(context.Background(), k)
+			if err == nil && (v == nil || v.names[0] != k) {
+				err = fmt.Errorf("Get(%s) = %v", k, v)
+			}
+			if err != nil {
+				errs <- err
+			}
+		})
+		if i == 0 {
+			// The first batch is fetching before the rest ask.
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	time.Sleep(20 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := f.calls(); n != 1 {
+		t.Errorf("source called %d times (%v), want 1: the batches behind the first should be answered by its listing", n, f.asked)
+	}
+}

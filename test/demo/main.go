@@ -5,9 +5,7 @@
 // instance. Run it with `make demo` (DigitalOcean), `make demo DRIVER=gce`
 // or `make demo DRIVER=aws`.
 //
-// Each simulated cloud is a file of its own (digitalocean.go, gce.go,
-// aws.go) implementing the cloud interface below over its fake API from
-// test/fakecloud.
+// The simulated clouds are test/simcloud's, shared with the benchmark.
 package main
 
 import (
@@ -20,7 +18,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,35 +27,19 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/polyccm/polyccm/test/cluster"
 	"github.com/polyccm/polyccm/test/harness"
+	"github.com/polyccm/polyccm/test/simcloud"
 )
 
 // clusterName is the polyccm clusterName of the demo, which names and tags
 // what it creates in the cloud.
 const clusterName = "demo"
 
-// clouds are the simulated clouds, by driver name.
-var clouds = map[string]func(latency time.Duration) (cloud, error){
-	"digitalocean": newDigitalOcean,
-	"gce":          newGCE,
-	"aws":          newAWS,
-}
-
-func cloudNames() string {
-	var names []string
-	for n := range clouds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
-}
-
 func main() {
-	driverName := flag.String("driver", "digitalocean", "the simulated cloud: "+cloudNames())
+	driverName := flag.String("driver", "digitalocean", "the simulated cloud: "+strings.Join(simcloud.Names(), ", "))
 	n := flag.Int("nodes", 36, "how many nodes register at once (at least 3)")
 	latency := flag.Duration("latency", 30*time.Millisecond, "simulated cloud API latency per call")
 	keep := flag.Bool("keep", false, "keep everything running until Ctrl-C (prints a kubeconfig to explore with kubectl)")
@@ -69,56 +50,20 @@ func main() {
 	}
 }
 
-// cloud is what the demo needs from a simulated cloud.
-type cloud interface {
-	// title names the cloud in the output ("Google Compute Engine").
-	title() string
-	// configBlock is the drivers.<name> config section for polyccm; files
-	// it needs (credentials) go into dir.
-	configBlock(dir string) (string, error)
-	// env is added to polyccm's environment (nil: nothing).
-	env(dir string) []string
-	// addInstances creates n running instances and returns the Nodes their
-	// kubelets would register: name and providerID (some providerIDs
-	// empty: polyccm finds those instances by name).
-	addInstances(n int) []node
-	// powerOff stops instance i, remove deletes it.
-	powerOff(i int) error
-	remove(i int) error
-	// lbPorts are the ports of the demo's Service of type LoadBalancer,
-	// ones the cloud's load balancers can serve together.
-	lbPorts() []v1.ServicePort
-	// lbID finds the load balancer of a Service that has an ingress; ""
-	// if there is none.
-	lbID(svc *v1.Service) string
-	// describeLB summarises that load balancer, if it exists.
-	describeLB(id string) (string, bool)
-	// lbLeftovers lists cloud resources of load balancers that still
-	// exist (nothing once the Service's load balancer is fully deleted).
-	lbLeftovers() []string
-	// calls counts polyccm's calls to the cloud API.
-	calls() int
-	close()
-}
-
-// node is a Node as its kubelet registers it.
-type node struct{ name, providerID string }
-
 type demo struct {
 	ctx    context.Context
 	driver string
 	dir    string
 	cp     *harness.ControlPlane
 	kube   kubernetes.Interface
-	cloud  cloud
+	cloud  simcloud.Cloud
 	ccm    *harness.CCM
-	nodes  []node
+	nodes  []simcloud.Node
 }
 
 func run(driverName string, n int, latency time.Duration, keep bool) (err error) {
-	newCloud, ok := clouds[driverName]
-	if !ok {
-		return fmt.Errorf("no simulated cloud for driver %q; run make demo DRIVER=NAME with one of: %s", driverName, cloudNames())
+	if !slices.Contains(simcloud.Names(), driverName) {
+		return fmt.Errorf("no simulated cloud for driver %q; run make demo DRIVER=NAME with one of: %s", driverName, strings.Join(simcloud.Names(), ", "))
 	}
 	if n < 3 {
 		return fmt.Errorf("-nodes %d: the demo powers off node 1 and deletes node 2, so it needs at least 3", n)
@@ -159,19 +104,19 @@ func run(driverName string, n int, latency time.Duration, keep bool) (err error)
 	d.kube = d.cp.Admin
 	done("kube-apiserver at %s in %s; polyccm runs as user %s with packaging/kubernetes/rbac.yaml", d.cp.URL, since(start), harness.PolyccmUser)
 
-	if d.cloud, err = newCloud(latency); err != nil {
+	if d.cloud, err = simcloud.New(driverName, simcloud.Options{ClusterName: clusterName, Latency: latency}); err != nil {
 		return fmt.Errorf("starting the simulated %s API: %w", driverName, err)
 	}
-	defer d.cloud.close()
-	step("Starting the simulated %s API with %d running instances", d.cloud.title(), n)
-	d.nodes = d.cloud.addInstances(n)
+	defer d.cloud.Close()
+	step("Starting the simulated %s API with %d running instances", d.cloud.Title(), n)
+	d.nodes = d.cloud.AddInstances(n)
 
 	step("Starting polyccm")
 	port, err := harness.FreePort()
 	if err != nil {
 		return err
 	}
-	block, err := d.cloud.configBlock(d.dir)
+	block, err := d.cloud.ConfigBlock(d.dir)
 	if err != nil {
 		return err
 	}
@@ -180,7 +125,7 @@ func run(driverName string, n int, latency time.Duration, keep bool) (err error)
 		DriverBlock: block, MonitorPeriod: 2 * time.Second, CacheTTL: 2 * time.Second, LeaseDuration: 15 * time.Second,
 		Controllers: "nodes: true\nnodeLifecycle: true\nservices: true",
 	}
-	d.ccm, err = harness.StartCCM(harness.CCMOptions{Bin: bin, Dir: d.dir, Config: s.Config(), Port: port, Env: d.cloud.env(d.dir)})
+	d.ccm, err = harness.StartCCM(harness.CCMOptions{Bin: bin, Dir: d.dir, Config: s.Config(), Port: port, Env: d.cloud.Env(d.dir)})
 	if err != nil {
 		return err
 	}
@@ -205,9 +150,9 @@ func run(driverName string, n int, latency time.Duration, keep bool) (err error)
 		return err
 	}
 
-	off, gone := d.nodes[1].name, d.nodes[2].name
+	off, gone := d.nodes[1].Name, d.nodes[2].Name
 	step("Powering off the instance of %s", off)
-	if err := d.cloud.powerOff(1); err != nil {
+	if err := d.cloud.PowerOff(1); err != nil {
 		return fmt.Errorf("powering off the instance of %s in the simulated cloud: %w", off, err)
 	}
 	if err := d.waitFor(off+" gets the shutdown taint", func() (bool, error) {
@@ -217,7 +162,7 @@ func run(driverName string, n int, latency time.Duration, keep bool) (err error)
 		return err
 	}
 	step("Deleting the instance of %s", gone)
-	if err := d.cloud.remove(2); err != nil {
+	if err := d.cloud.Remove(2); err != nil {
 		return fmt.Errorf("deleting the instance of %s in the simulated cloud: %w", gone, err)
 	}
 	if err := d.waitFor(gone+" is deleted from the cluster", func() (bool, error) {
@@ -227,7 +172,7 @@ func run(driverName string, n int, latency time.Duration, keep bool) (err error)
 		return err
 	}
 
-	fmt.Printf("\nDone. %s in all for %d nodes and one load balancer.\n", calls(d.cloud.calls()), n)
+	fmt.Printf("\nDone. %s in all for %d nodes and one load balancer.\n", calls(d.cloud.Calls()), n)
 	if keep {
 		fmt.Printf("\nStill running. Explore with:\n  kubectl --kubeconfig %s get nodes -o wide\n  curl -k https://127.0.0.1:%d/readyz?verbose\nCtrl-C to stop.\n", d.cp.AdminKubeconfig, port)
 		<-ctx.Done()
@@ -261,7 +206,7 @@ func checkDriver(ctx context.Context, bin, driverName string) error {
 // loadBalancer creates a Service of type LoadBalancer, shows its ingress
 // and load balancer, then deletes it and shows the load balancer go.
 func (d *demo) loadBalancer() error {
-	ports := d.cloud.lbPorts()
+	ports := d.cloud.LBPorts()
 	var desc []string
 	for _, p := range ports {
 		desc = append(desc, fmt.Sprintf("%d/%s", p.Port, p.Protocol))
@@ -289,7 +234,7 @@ func (d *demo) loadBalancer() error {
 			return false, nil
 		}
 		ingress = s.Status.LoadBalancer.Ingress[0]
-		id = d.cloud.lbID(s)
+		id = d.cloud.LBID(s)
 		return true, nil
 	}); err != nil {
 		return fmt.Errorf("%w\n\nThe Service's events: kubectl --kubeconfig %s describe service hello", err, d.cp.AdminKubeconfig)
@@ -299,7 +244,7 @@ func (d *demo) loadBalancer() error {
 	} else {
 		fmt.Printf("\n    EXTERNAL-HOSTNAME %s\n", ingress.Hostname)
 	}
-	if desc, ok := d.cloud.describeLB(id); ok {
+	if desc, ok := d.cloud.DescribeLB(id); ok {
 		fmt.Printf("    %s\n\n", desc)
 	} else {
 		return fmt.Errorf("the Service has an ingress (%+v) but the simulated cloud has no load balancer for it (found %q); see %s", ingress, id, d.ccm.LogPath)
@@ -311,7 +256,7 @@ func (d *demo) loadBalancer() error {
 	var left []string
 	err := d.waitFor("its load balancer is deleted and the Service is gone", func() (bool, error) {
 		_, err := d.kube.CoreV1().Services("default").Get(d.ctx, "hello", metav1.GetOptions{})
-		left = d.cloud.lbLeftovers()
+		left = d.cloud.LBLeftovers()
 		return apierrors.IsNotFound(err) && len(left) == 0, nil
 	})
 	if err != nil && len(left) > 0 {
@@ -325,7 +270,7 @@ func (d *demo) registerAll() error {
 	errs := make([]error, len(d.nodes))
 	for i, n := range d.nodes {
 		wg.Go(func() {
-			_, errs[i] = d.kube.CoreV1().Nodes().Create(d.ctx, harness.UninitializedNode(n.name, n.providerID), metav1.CreateOptions{})
+			_, errs[i] = d.kube.CoreV1().Nodes().Create(d.ctx, harness.UninitializedNode(n.Name, n.ProviderID), metav1.CreateOptions{})
 		})
 	}
 	wg.Wait()
@@ -350,7 +295,7 @@ func (d *demo) waitInitialized() error {
 				ready++
 			}
 		}
-		progress := fmt.Sprintf("    nodes initialized %d/%d · cloud API calls so far %d · %s", ready, n, d.cloud.calls(), since(start))
+		progress := fmt.Sprintf("    nodes initialized %d/%d · cloud API calls so far %d · %s", ready, n, d.cloud.Calls(), since(start))
 		switch {
 		case tty:
 			fmt.Printf("\r%s   ", progress)
@@ -362,7 +307,7 @@ func (d *demo) waitInitialized() error {
 			last, lastAt = ready, time.Now()
 		}
 		if ready == n {
-			done("all %d nodes initialized in %s with %s (batched: not one call per node)", n, since(start), calls(d.cloud.calls()))
+			done("all %d nodes initialized in %s with %s (batched: not one call per node)", n, since(start), calls(d.cloud.Calls()))
 			return nil
 		}
 		if time.Since(start) > initTimeout {
@@ -403,7 +348,7 @@ func (d *demo) printNodes() error {
 	var rows []row
 	withZone, sameHost := false, true
 	for _, n := range d.nodes {
-		node, err := d.kube.CoreV1().Nodes().Get(d.ctx, n.name, metav1.GetOptions{})
+		node, err := d.kube.CoreV1().Nodes().Get(d.ctx, n.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -539,12 +484,3 @@ func calls(n int) string {
 func step(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }
 func done(format string, args ...any) { fmt.Printf("    "+format+"\n", args...) }
 func since(t time.Time) string        { return time.Since(t).Round(10 * time.Millisecond).String() }
-
-// tcpUDP are the demo Service's ports for clouds whose load balancers
-// serve TCP and UDP together.
-func tcpUDP() []v1.ServicePort {
-	return []v1.ServicePort{
-		{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)},
-		{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53, TargetPort: intstr.FromInt32(5353)},
-	}
-}

@@ -1,4 +1,4 @@
-package main
+package simcloud
 
 import (
 	"fmt"
@@ -11,57 +11,59 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	fakeaws "github.com/polyccm/polyccm/test/fakecloud/aws"
+	"github.com/polyccm/polyccm/test/fakecloud/faults"
 )
 
 const (
 	// awsRegion is us-east-1 for its short private DNS names
 	// (ip-10-0-1-4.ec2.internal), which are the Node names on AWS.
-	awsRegion     = "us-east-1"
-	awsAccessKey  = "AKIAPOLYCCMDEMO00001"
-	awsClusterTag = "kubernetes.io/cluster/" + clusterName
+	awsRegion    = "us-east-1"
+	awsAccessKey = "AKIAPOLYCCMDEMO00001"
 )
 
 // awsCloud is the simulated AWS (test/fakecloud/aws): EC2 and ELBv2 on one
 // plain-HTTP listener, checking every request's SigV4 signature against
 // the static key polyccm is given.
 type awsCloud struct {
-	fake      *fakeaws.Server
-	secret    string
-	vpc       fakeaws.VPC
-	subnets   []fakeaws.Subnet
-	instances []fakeaws.Instance
+	fake       *fakeaws.Server
+	secret     string
+	clusterTag string // kubernetes.io/cluster/<clusterName>
+	vpc        fakeaws.VPC
+	subnets    []fakeaws.Subnet
+	instances  []fakeaws.Instance
 }
 
-func newAWS(latency time.Duration) (cloud, error) {
-	secret := "demo/" + strconv.FormatInt(time.Now().UnixNano(), 36) + "/EXAMPLEKEY"
+func newAWS(o Options) (Cloud, error) {
+	secret := "sim/" + strconv.FormatInt(time.Now().UnixNano(), 36) + "/EXAMPLEKEY"
 	f := fakeaws.New(awsAccessKey, secret)
 	f.SetRegion(awsRegion) // before any resource: zones take its name
-	f.Faults().SetLatency(latency)
+	f.Faults().SetLatency(o.Latency)
 	f.SetLoadBalancerActivationDelay(2 * time.Second)
 	if err := f.Start(); err != nil {
 		return nil, err
 	}
-	c := &awsCloud{fake: f, secret: secret}
+	c := &awsCloud{fake: f, secret: secret, clusterTag: "kubernetes.io/cluster/" + o.ClusterName}
 	// The cluster's VPC, with a public subnet per zone tagged for the
 	// cluster and for internet-facing load balancers, as eksctl and the
-	// AWS CCM's documentation lay them out.
-	c.vpc = f.AddVPC(fakeaws.VPC{CIDRBlock: "10.0.0.0/16", Tags: map[string]string{"Name": "demo", awsClusterTag: "shared"}})
+	// AWS CCM's documentation lay them out. A /18 per zone holds the
+	// benchmark's thousands of instances.
+	c.vpc = f.AddVPC(fakeaws.VPC{CIDRBlock: "10.0.0.0/16", Tags: map[string]string{"Name": o.ClusterName, c.clusterTag: "shared"}})
 	for k, z := range f.AvailabilityZones() {
 		c.subnets = append(c.subnets, f.AddSubnet(fakeaws.Subnet{
-			VPCID: c.vpc.ID, AvailabilityZone: z.Name, CIDRBlock: fmt.Sprintf("10.0.%d.0/24", k+1),
+			VPCID: c.vpc.ID, AvailabilityZone: z.Name, CIDRBlock: fmt.Sprintf("10.0.%d.0/18", k*64),
 			MapPublicIPOnLaunch: true,
-			Tags:                map[string]string{"Name": "demo-public-" + z.Name, awsClusterTag: "shared", "kubernetes.io/role/elb": "1"},
+			Tags:                map[string]string{"Name": o.ClusterName + "-public-" + z.Name, c.clusterTag: "shared", "kubernetes.io/role/elb": "1"},
 		}))
 	}
 	return c, nil
 }
 
-func (c *awsCloud) title() string { return "AWS (EC2 and ELBv2)" }
+func (c *awsCloud) Title() string { return "AWS (EC2 and ELBv2)" }
 
-// configBlock gives polyccm static keys from files, the region and VPC,
+// ConfigBlock gives polyccm static keys from files, the region and VPC,
 // and the fake's endpoints; the instance metadata service is the fake's
 // too, though with region and VPC set polyccm has no need to ask it.
-func (c *awsCloud) configBlock(dir string) (string, error) {
+func (c *awsCloud) ConfigBlock(dir string) (string, error) {
 	id, key := filepath.Join(dir, "aws-access-key-id"), filepath.Join(dir, "aws-secret-access-key")
 	if err := os.WriteFile(id, []byte(awsAccessKey+"\n"), 0o600); err != nil {
 		return "", err
@@ -73,9 +75,9 @@ func (c *awsCloud) configBlock(dir string) (string, error) {
 		awsRegion, c.vpc.ID, id, key, c.fake.EC2URL(), c.fake.ELBv2URL(), c.fake.STSURL(), c.fake.IMDSURL()), nil
 }
 
-// env keeps the SDK in polyccm away from this machine's own AWS setup: no
+// Env keeps the SDK in polyccm away from this machine's own AWS setup: no
 // profile, shared config or credentials files, or endpoint override.
-func (c *awsCloud) env(dir string) []string {
+func (c *awsCloud) Env(dir string) []string {
 	return []string{
 		"AWS_PROFILE=", "AWS_DEFAULT_PROFILE=",
 		"AWS_CONFIG_FILE=" + filepath.Join(dir, "aws-config-none"),
@@ -85,48 +87,48 @@ func (c *awsCloud) env(dir string) []string {
 	}
 }
 
-// addInstances spreads the instances over the three subnets; on AWS a
+// AddInstances spreads the instances over the three subnets; on AWS a
 // Node is named after its instance's private DNS name.
-func (c *awsCloud) addInstances(n int) []node {
+func (c *awsCloud) AddInstances(n int) []Node {
 	types := []string{"m6i.large", "c6i.xlarge", "t3.medium"}
-	nodes := make([]node, n)
+	nodes := make([]Node, n)
 	for i := range n {
 		in := fakeaws.Instance{
 			SubnetID: c.subnets[i%len(c.subnets)].ID, InstanceType: types[i%len(types)],
-			Tags: map[string]string{"Name": fmt.Sprintf("demo-node-%02d", i), awsClusterTag: "owned"},
+			Tags: map[string]string{"Name": fmt.Sprintf("node-%02d", i), c.clusterTag: "owned"},
 		}
 		if i%4 == 3 {
 			in.PublicIP = fakeaws.NoIP
 		}
 		in = c.fake.AddInstance(in)
 		c.instances = append(c.instances, in)
-		nodes[i].name = in.PrivateDNSName
+		nodes[i].Name = in.PrivateDNSName
 		if i%2 == 0 {
-			nodes[i].providerID = "aws:///" + in.AvailabilityZone + "/" + in.ID
+			nodes[i].ProviderID = "aws:///" + in.AvailabilityZone + "/" + in.ID
 		}
 	}
 	return nodes
 }
 
-func (c *awsCloud) powerOff(i int) error {
+func (c *awsCloud) PowerOff(i int) error {
 	return c.fake.SetInstanceState(c.instances[i].ID, fakeaws.InstanceStateStopped)
 }
 
-// remove terminates the instance, which EC2 then lists as terminated for a
+// Remove terminates the instance, which EC2 then lists as terminated for a
 // while.
-func (c *awsCloud) remove(i int) error {
+func (c *awsCloud) Remove(i int) error {
 	return c.fake.SetInstanceState(c.instances[i].ID, fakeaws.InstanceStateTerminated)
 }
 
-// calls counts every API call: the demo changes instances from the Go
-// side, not through the API.
-func (c *awsCloud) calls() int { return c.fake.Faults().Total() }
+// Calls counts every API call: the simulated user changes instances from
+// the Go side, not through the API.
+func (c *awsCloud) Calls() int { return c.fake.Faults().Total() }
 
-// lbPorts: a Network Load Balancer serves TCP and UDP listeners together.
-func (c *awsCloud) lbPorts() []v1.ServicePort { return tcpUDP() }
+// LBPorts: a Network Load Balancer serves TCP and UDP listeners together.
+func (c *awsCloud) LBPorts() []v1.ServicePort { return TCPUDP() }
 
-// lbID is the ARN of the load balancer with the Service's hostname.
-func (c *awsCloud) lbID(svc *v1.Service) string {
+// LBID is the ARN of the load balancer with the Service's hostname.
+func (c *awsCloud) LBID(svc *v1.Service) string {
 	host := svc.Status.LoadBalancer.Ingress[0].Hostname
 	for _, lb := range c.fake.LoadBalancers() {
 		if lb.DNSName == host {
@@ -136,7 +138,7 @@ func (c *awsCloud) lbID(svc *v1.Service) string {
 	return ""
 }
 
-func (c *awsCloud) describeLB(arn string) (string, bool) {
+func (c *awsCloud) DescribeLB(arn string) (string, bool) {
 	lb, ok := c.fake.LoadBalancer(arn)
 	if !ok {
 		return "", false
@@ -184,9 +186,9 @@ func (c *awsCloud) describeLB(arn string) (string, bool) {
 	return b.String(), true
 }
 
-// lbLeftovers lists load balancers, listeners, target groups and security
+// LBLeftovers lists load balancers, listeners, target groups and security
 // groups other than the VPCs' default ones: all polyccm's.
-func (c *awsCloud) lbLeftovers() []string {
+func (c *awsCloud) LBLeftovers() []string {
 	var out []string
 	for _, lb := range c.fake.LoadBalancers() {
 		out = append(out, "load balancer "+lb.Name)
@@ -205,4 +207,10 @@ func (c *awsCloud) lbLeftovers() []string {
 	return out
 }
 
-func (c *awsCloud) close() { c.fake.Close() }
+func (c *awsCloud) Faults() *faults.Injector { return c.fake.Faults() }
+
+// ThrottleError: EC2 answers RequestLimitExceeded with HTTP 503 (ELBv2
+// and STS answer Throttling with 400).
+func (c *awsCloud) ThrottleError() string { return "503 RequestLimitExceeded" }
+
+func (c *awsCloud) Close() { c.fake.Close() }

@@ -1,4 +1,4 @@
-package main
+package simcloud
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	fakedo "github.com/polyccm/polyccm/test/fakecloud/digitalocean"
+	"github.com/polyccm/polyccm/test/fakecloud/faults"
 )
 
 // digitalOcean is the simulated DigitalOcean cloud (test/fakecloud/digitalocean).
@@ -24,10 +25,10 @@ type digitalOcean struct {
 	droplets []fakedo.Droplet
 }
 
-func newDigitalOcean(latency time.Duration) (cloud, error) {
-	tok := "dop_v1_demo_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+func newDigitalOcean(o Options) (Cloud, error) {
+	tok := "dop_v1_sim_" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	f := fakedo.New(tok)
-	f.Faults().SetLatency(latency)
+	f.Faults().SetLatency(o.Latency)
 	f.SetLoadBalancerActivationDelay(2 * time.Second)
 	if err := f.Start(); err != nil {
 		return nil, err
@@ -40,9 +41,9 @@ func newDigitalOcean(latency time.Duration) (cloud, error) {
 	return &digitalOcean{fake: f, user: user, token: tok}, nil
 }
 
-func (c *digitalOcean) title() string { return "DigitalOcean" }
+func (c *digitalOcean) Title() string { return "DigitalOcean" }
 
-func (c *digitalOcean) configBlock(dir string) (string, error) {
+func (c *digitalOcean) ConfigBlock(dir string) (string, error) {
 	p := filepath.Join(dir, "digitalocean-token")
 	if err := os.WriteFile(p, []byte(c.token+"\n"), 0o600); err != nil {
 		return "", err
@@ -50,13 +51,13 @@ func (c *digitalOcean) configBlock(dir string) (string, error) {
 	return fmt.Sprintf("token: {file: %s}\napiURL: %s", p, c.fake.URL()), nil
 }
 
-func (c *digitalOcean) env(string) []string { return nil }
+func (c *digitalOcean) Env(string) []string { return nil }
 
-func (c *digitalOcean) addInstances(n int) []node {
+func (c *digitalOcean) AddInstances(n int) []Node {
 	sizes := []string{"s-2vcpu-4gb", "s-4vcpu-8gb", "c-8"}
 	// One region: a DigitalOcean cluster lives in one, like its VPC.
 	regions := []string{"fra1"}
-	nodes := make([]node, n)
+	nodes := make([]Node, n)
 	for i := range n {
 		d := fakedo.Droplet{Name: fmt.Sprintf("node-%02d", i), Status: fakedo.StatusActive, SizeSlug: sizes[i%len(sizes)], Region: regions[i%len(regions)]}
 		if i%3 == 0 {
@@ -64,27 +65,28 @@ func (c *digitalOcean) addInstances(n int) []node {
 		}
 		d = c.fake.AddDroplet(d)
 		c.droplets = append(c.droplets, d)
-		nodes[i].name = d.Name
+		nodes[i].Name = d.Name
 		if i%2 == 0 {
-			nodes[i].providerID = "digitalocean://" + strconv.Itoa(d.ID)
+			nodes[i].ProviderID = "digitalocean://" + strconv.Itoa(d.ID)
 		}
 	}
 	return nodes
 }
 
-// powerOff goes through the API, as a user would.
-func (c *digitalOcean) powerOff(i int) error {
+// PowerOff goes through the API, as a user would.
+func (c *digitalOcean) PowerOff(i int) error {
 	_, _, err := c.user.DropletActions.PowerOff(context.Background(), c.droplets[i].ID)
 	return err
 }
 
-func (c *digitalOcean) remove(i int) error {
+func (c *digitalOcean) Remove(i int) error {
 	_, err := c.user.Droplets.Delete(context.Background(), c.droplets[i].ID)
 	return err
 }
 
-// calls counts polyccm's calls, not the demo's own power-off and delete.
-func (c *digitalOcean) calls() int {
+// Calls counts polyccm's calls, not the simulated user's power-off and
+// delete.
+func (c *digitalOcean) Calls() int {
 	n := 0
 	for ep, k := range c.fake.Faults().Calls() {
 		if ep != "POST /v2/droplets/{id}/actions" && ep != "DELETE /v2/droplets/{id}" {
@@ -94,14 +96,14 @@ func (c *digitalOcean) calls() int {
 	return n
 }
 
-func (c *digitalOcean) lbPorts() []v1.ServicePort { return tcpUDP() }
+func (c *digitalOcean) LBPorts() []v1.ServicePort { return TCPUDP() }
 
-// lbID is the load balancer's ID, which the driver records on the Service.
-func (c *digitalOcean) lbID(svc *v1.Service) string {
+// LBID is the load balancer's ID, which the driver records on the Service.
+func (c *digitalOcean) LBID(svc *v1.Service) string {
 	return svc.Annotations["kubernetes.digitalocean.com/load-balancer-id"]
 }
 
-func (c *digitalOcean) describeLB(id string) (string, bool) {
+func (c *digitalOcean) DescribeLB(id string) (string, bool) {
 	lb, ok := c.fake.LoadBalancer(id)
 	if !ok {
 		return "", false
@@ -118,7 +120,7 @@ func (c *digitalOcean) describeLB(id string) (string, bool) {
 		lb.Name, lb.ID, lb.Region, lb.Status, strings.Join(rules, " "), len(lb.DropletIDs), hc), true
 }
 
-func (c *digitalOcean) lbLeftovers() []string {
+func (c *digitalOcean) LBLeftovers() []string {
 	var out []string
 	for _, lb := range c.fake.LoadBalancers() {
 		out = append(out, "load balancer "+lb.Name+" ("+lb.ID+")")
@@ -126,13 +128,9 @@ func (c *digitalOcean) lbLeftovers() []string {
 	return out
 }
 
-func (c *digitalOcean) close() { c.fake.Close() }
+func (c *digitalOcean) Faults() *faults.Injector { return c.fake.Faults() }
 
-// bearer authenticates the demo's own API calls, as a user's client would.
-type bearer string
+// ThrottleError: DigitalOcean answers 429 with id too_many_requests.
+func (c *digitalOcean) ThrottleError() string { return "429 too_many_requests" }
 
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+string(b))
-	return http.DefaultTransport.RoundTrip(r)
-}
+func (c *digitalOcean) Close() { c.fake.Close() }

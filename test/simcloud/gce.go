@@ -1,4 +1,4 @@
-package main
+package simcloud
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/polyccm/polyccm/test/fakecloud/faults"
 	fakegce "github.com/polyccm/polyccm/test/fakecloud/gce"
 )
 
@@ -28,20 +29,20 @@ type gce struct {
 	instances []fakegce.Instance
 }
 
-func newGCE(latency time.Duration) (cloud, error) {
+func newGCE(o Options) (Cloud, error) {
 	// The fake hands this token out for the service-account key below;
 	// polyccm never sees it in its config.
 	f := fakegce.New(gceProject, "ya29.demo-"+strconv.FormatInt(time.Now().UnixNano(), 36))
-	f.Faults().SetLatency(latency)
+	f.Faults().SetLatency(o.Latency)
 	if err := f.Start(); err != nil {
 		return nil, err
 	}
 	return &gce{fake: f}, nil
 }
 
-func (c *gce) title() string { return "Google Compute Engine" }
+func (c *gce) Title() string { return "Google Compute Engine" }
 
-func (c *gce) configBlock(dir string) (string, error) {
+func (c *gce) ConfigBlock(dir string) (string, error) {
 	key, err := c.fake.ServiceAccountKey("polyccm@" + gceProject + ".iam.gserviceaccount.com")
 	if err != nil {
 		return "", err
@@ -54,14 +55,14 @@ func (c *gce) configBlock(dir string) (string, error) {
 		gceProject, gceRegion, gceNodeTag, p, c.fake.URL()), nil
 }
 
-func (c *gce) env(string) []string { return nil }
+func (c *gce) Env(string) []string { return nil }
 
-// addInstances spreads the instances over three zones of the region, in
+// AddInstances spreads the instances over three zones of the region, in
 // the auto-mode default network; some have an external IPv6 address too.
-func (c *gce) addInstances(n int) []node {
+func (c *gce) AddInstances(n int) []Node {
 	zones := []string{gceRegion + "-a", gceRegion + "-b", gceRegion + "-c"}
 	types := []string{"e2-standard-4", "n2-standard-8", "e2-medium"}
-	nodes := make([]node, n)
+	nodes := make([]Node, n)
 	for i := range n {
 		in := fakegce.Instance{
 			Name: fmt.Sprintf("node-%02d", i), Zone: zones[i%len(zones)], MachineType: types[i%len(types)],
@@ -72,41 +73,41 @@ func (c *gce) addInstances(n int) []node {
 		}
 		in = c.fake.AddInstance(in)
 		c.instances = append(c.instances, in)
-		nodes[i].name = in.Name
+		nodes[i].Name = in.Name
 		if i%2 == 0 {
-			nodes[i].providerID = "gce://" + gceProject + "/" + in.Zone + "/" + in.Name
+			nodes[i].ProviderID = "gce://" + gceProject + "/" + in.Zone + "/" + in.Name
 		}
 	}
 	return nodes
 }
 
-// powerOff stops the instance; a stopped GCE instance is TERMINATED.
-func (c *gce) powerOff(i int) error {
+// PowerOff stops the instance; a stopped GCE instance is TERMINATED.
+func (c *gce) PowerOff(i int) error {
 	return c.fake.SetInstanceStatus(c.instances[i].Zone, c.instances[i].Name, fakegce.StatusTerminated)
 }
 
-func (c *gce) remove(i int) error {
+func (c *gce) Remove(i int) error {
 	if !c.fake.RemoveInstance(c.instances[i].Zone, c.instances[i].Name) {
 		return fmt.Errorf("no instance %s/%s", c.instances[i].Zone, c.instances[i].Name)
 	}
 	return nil
 }
 
-// calls counts every API call: the demo changes instances from the Go
-// side, not through the API. Token exchanges are not API calls.
-func (c *gce) calls() int { return c.fake.Faults().Total() }
+// Calls counts every API call: the simulated user changes instances from
+// the Go side, not through the API. Token exchanges are not API calls.
+func (c *gce) Calls() int { return c.fake.Faults().Total() }
 
-// lbPorts are TCP only: a GCE passthrough load balancer serves one
+// LBPorts are TCP only: a GCE passthrough load balancer serves one
 // protocol.
-func (c *gce) lbPorts() []v1.ServicePort {
+func (c *gce) LBPorts() []v1.ServicePort {
 	return []v1.ServicePort{
 		{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)},
 		{Name: "https", Protocol: v1.ProtocolTCP, Port: 443, TargetPort: intstr.FromInt32(8443)},
 	}
 }
 
-// lbID is the forwarding rule holding the Service's IP, as region/name.
-func (c *gce) lbID(svc *v1.Service) string {
+// LBID is the forwarding rule holding the Service's IP, as region/name.
+func (c *gce) LBID(svc *v1.Service) string {
 	ip := svc.Status.LoadBalancer.Ingress[0].IP
 	for _, fr := range c.fake.ForwardingRules() {
 		if fr.IPAddress == ip {
@@ -116,7 +117,7 @@ func (c *gce) lbID(svc *v1.Service) string {
 	return ""
 }
 
-func (c *gce) describeLB(id string) (string, bool) {
+func (c *gce) DescribeLB(id string) (string, bool) {
 	region, name, _ := strings.Cut(id, "/")
 	fr, ok := c.fake.ForwardingRule(region, name)
 	if !ok {
@@ -149,7 +150,7 @@ func (c *gce) describeLB(id string) (string, bool) {
 
 // lbLeftovers lists what load balancers use; the fake starts with none of
 // it, so everything listed is polyccm's.
-func (c *gce) lbLeftovers() []string {
+func (c *gce) LBLeftovers() []string {
 	var out []string
 	for _, r := range c.fake.ForwardingRules() {
 		out = append(out, "forwarding rule "+r.Name)
@@ -178,4 +179,9 @@ func (c *gce) lbLeftovers() []string {
 	return out
 }
 
-func (c *gce) close() { c.fake.Close() }
+func (c *gce) Faults() *faults.Injector { return c.fake.Faults() }
+
+// ThrottleError: Compute answers 429 rateLimitExceeded.
+func (c *gce) ThrottleError() string { return "429 rateLimitExceeded" }
+
+func (c *gce) Close() { c.fake.Close() }

@@ -1,0 +1,88 @@
+//go:build e2e
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/polyccm/polyccm/test/cluster"
+)
+
+// TestBenchSmall runs the benchmark as `make bench` does, at a size that
+// takes seconds, for every simulated cloud, and checks what it measured
+// and wrote. The real sizes are for `make bench`, never for a timed test.
+func TestBenchSmall(t *testing.T) {
+	cluster.SkipIfNoBinaries(t)
+	for _, driver := range []string{"digitalocean", "aws", "gce"} {
+		t.Run(driver, func(t *testing.T) {
+			out := t.TempDir()
+			o := options{
+				Driver: driver, Nodes: []int{60}, Latency: 30 * time.Millisecond, LatencyMS: 30,
+				Rate: 20, Burst: 40, Creators: 20, Workers: 16, Timeout: 3 * time.Minute, Out: out, Quiet: !testing.Verbose(),
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			rep, err := bench(ctx, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rep.write(out); err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Runs) != 1 {
+				t.Fatalf("%d runs, want 1", len(rep.Runs))
+			}
+			r := rep.Runs[0]
+			if r.TotalSeconds <= 0 || r.PerNode.Max > r.TotalSeconds+0.5 || r.PerNode.P50 > r.PerNode.P99 {
+				t.Errorf("implausible times: total %.3fs, per node %+v", r.TotalSeconds, r.PerNode)
+			}
+			// 60 Nodes registering together are a batch or two: a few
+			// listing pages, nowhere near a call per Node.
+			if r.CloudCallsTotal == 0 || r.CloudCallsPerNode > 0.25 {
+				t.Errorf("%d cloud calls for 60 nodes (%v): want a few batched calls", r.CloudCallsTotal, r.CloudCalls)
+			}
+			if r.Throttled != 0 {
+				t.Errorf("%d calls throttled (%s) at 60 nodes", r.Throttled, r.ThrottleError)
+			}
+			// The audit log must have seen polyccm initialize every Node.
+			if got := r.APIRequests["update nodes"]; got < 60 {
+				t.Errorf("audit log: %d node updates by polyccm, want at least 60 (all: %v)", got, r.APIRequests)
+			}
+			if r.PeakRSSBytes < 10<<20 || r.CPUSeconds <= 0 {
+				t.Errorf("polyccm's peak RSS %d bytes and CPU %.2fs: not measured", r.PeakRSSBytes, r.CPUSeconds)
+			}
+			if r.Ceiling == nil || r.Ceiling.NodesPerSecond <= 0 || r.FractionOfCeiling <= 0 {
+				t.Errorf("no ceiling measured: %+v", r.Ceiling)
+			}
+			if n := len(r.Curve); n < 2 || r.Curve[n-1][1] != 60 {
+				t.Errorf("curve %v does not end at 60 nodes", r.Curve)
+			}
+
+			base := filepath.Join(out, driver+"-"+time.Now().UTC().Format("2006-01-02"))
+			b, err := os.ReadFile(base + ".json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back report
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatalf("%s.json: %v", base, err)
+			}
+			if back.Options.Driver != driver || len(back.Runs) != 1 || back.Runs[0].Nodes != 60 {
+				t.Errorf("%s.json does not hold the run: %s", base, b)
+			}
+			svg, err := os.ReadFile(base + ".svg")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(string(svg), "<svg") || strings.Count(string(svg), "<polyline") != 2 {
+				t.Errorf("%s.svg: want an SVG with a polyccm and a bare-client line", base)
+			}
+		})
+	}
+}

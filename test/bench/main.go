@@ -1,0 +1,164 @@
+// Command bench measures polyccm at cluster scale: for each N it starts a
+// fresh local control plane (etcd and kube-apiserver) and a simulated
+// cloud with per-call latency and a token-bucket rate limit that answers
+// with the cloud's own throttling error, registers N tainted Nodes at once
+// with matching instances, and measures how long polyccm takes to
+// initialize them, with how many cloud and apiserver calls, how much
+// memory and CPU. The same Node updates done by a bare client against the
+// same apiserver give the ceiling. Run it with `make bench`; flags and the
+// latest numbers are in docs/performance.md.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/polyccm/polyccm/test/harness"
+	"github.com/polyccm/polyccm/test/simcloud"
+)
+
+// options are the bench's flags.
+type options struct {
+	Driver     string        `json:"driver"`
+	Nodes      []int         `json:"nodes"`
+	Latency    time.Duration `json:"-"`
+	LatencyMS  float64       `json:"latencyMs"`
+	Rate       float64       `json:"rateLimitPerSecond"`
+	Burst      int           `json:"rateLimitBurst"`
+	Creators   int           `json:"registeringClients"`
+	Workers    int           `json:"ceilingWorkers"`
+	Timeout    time.Duration `json:"-"`
+	Out        string        `json:"-"`
+	NoCeiling  bool          `json:"noCeiling"`
+	PolyccmEnv []string      `json:"polyccmEnv,omitempty"`
+	Quiet      bool          `json:"-"`
+	Keep       bool          `json:"-"`
+}
+
+type envList []string
+
+func (e *envList) String() string { return strings.Join(*e, ",") }
+func (e *envList) Set(v string) error {
+	if !strings.HasPrefix(v, "POLYCCM_") || !strings.Contains(v, "=") {
+		return fmt.Errorf("-env %q: want POLYCCM_SECTION__KEY=VALUE (a polyccm config override)", v)
+	}
+	*e = append(*e, v)
+	return nil
+}
+
+func main() {
+	var o options
+	var nodes string
+	var env envList
+	flag.StringVar(&o.Driver, "driver", envOr("BENCH_DRIVER", "digitalocean"), "the simulated cloud: "+strings.Join(simcloud.Names(), ", ")+" (default $BENCH_DRIVER)")
+	flag.StringVar(&nodes, "nodes", envOr("BENCH_NODES", "100,1000,5000"), "cluster sizes to measure, comma-separated (default $BENCH_NODES)")
+	flag.DurationVar(&o.Latency, "latency", 30*time.Millisecond, "simulated cloud API latency per call")
+	flag.Float64Var(&o.Rate, "rate", 20, "simulated cloud API rate limit, requests per second (token bucket)")
+	flag.IntVar(&o.Burst, "burst", 40, "simulated cloud API rate limit burst (bucket size)")
+	flag.IntVar(&o.Creators, "registering", 100, "concurrent clients registering Nodes (as that many kubelets at once)")
+	flag.IntVar(&o.Workers, "ceiling-workers", 64, "concurrent workers of the bare client that measures the ceiling")
+	flag.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "give up on a size if its Nodes are not all initialized by then")
+	flag.StringVar(&o.Out, "out", "bench/results", "directory for <driver>-<date>.json and .svg")
+	flag.BoolVar(&o.NoCeiling, "no-ceiling", false, "skip the bare-client ceiling runs")
+	flag.Var(&env, "env", "a polyccm config override for the run, POLYCCM_SECTION__KEY=VALUE (repeatable)")
+	flag.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
+	flag.BoolVar(&o.Keep, "keep", false, "keep the work files (configs, polyccm's and the apiserver's logs, audit logs)")
+	flag.Parse()
+	o.PolyccmEnv = env
+	o.LatencyMS = float64(o.Latency) / float64(time.Millisecond)
+	var err error
+	if o.Nodes, err = parseSizes(nodes); err != nil {
+		fail(err)
+	}
+	if !slices.Contains(simcloud.Names(), o.Driver) {
+		fail(fmt.Errorf("-driver %q: no simulated cloud by that name; use one of %s (BENCH_DRIVER=... with make bench)", o.Driver, strings.Join(simcloud.Names(), ", ")))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := bench(ctx, o)
+	if rep != nil && len(rep.Runs) > 0 {
+		if werr := rep.write(o.Out); werr != nil {
+			err = errors.Join(err, werr)
+		}
+	}
+	if err != nil {
+		fail(err)
+	}
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}
+
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-nodes %q: want positive whole numbers separated by commas, e.g. 100,1000,5000", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// bench runs every size and returns the report so far, even on error.
+func bench(ctx context.Context, o options) (*report, error) {
+	dir, err := os.MkdirTemp("", "polyccm-bench-")
+	if err != nil {
+		return nil, err
+	}
+	bin, err := harness.Polyccm(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	ver, _ := exec.CommandContext(ctx, bin, "version").Output()
+	ver, _, _ = bytes.Cut(ver, []byte("\n"))
+	rep := &report{
+		Options: o, Date: time.Now().UTC().Format(time.RFC3339), PolyccmVersion: strings.TrimPrefix(strings.TrimSpace(string(ver)), "polyccm "),
+		Machine: machine{CPUs: runtime.NumCPU(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH},
+	}
+	progressf(o, "polyccm bench: driver %s, sizes %v, cloud latency %s, cloud rate limit %g/s burst %d; work files in %s",
+		o.Driver, o.Nodes, o.Latency, o.Rate, o.Burst, dir)
+	for _, n := range o.Nodes {
+		r, err := runSize(ctx, o, bin, filepath.Join(dir, fmt.Sprintf("n%d", n)), n)
+		if err != nil {
+			return rep, fmt.Errorf("N=%d: %w\n(files of the run, with polyccm's and kube-apiserver's logs, stay in %s)", n, err, dir)
+		}
+		rep.Runs = append(rep.Runs, r)
+		progressf(o, "N=%d: %s", n, r.summary())
+	}
+	if o.Keep {
+		progressf(o, "work files kept in %s", dir)
+	} else {
+		os.RemoveAll(dir)
+	}
+	return rep, nil
+}
+
+func progressf(o options, format string, args ...any) {
+	if !o.Quiet {
+		fmt.Fprintf(os.Stderr, "==> "+format+"\n", args...)
+	}
+}

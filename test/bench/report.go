@@ -1,0 +1,224 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"html"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// report is one bench invocation, written as bench/results/<driver>-<date>.json.
+type report struct {
+	Date           string        `json:"date"`
+	PolyccmVersion string        `json:"polyccmVersion"`
+	Machine        machine       `json:"machine"`
+	Options        options       `json:"options"`
+	Runs           []*sizeResult `json:"runs"`
+}
+
+type machine struct {
+	CPUs   int    `json:"cpus"`
+	GOOS   string `json:"goos"`
+	GOARCH string `json:"goarch"`
+}
+
+// sizeResult is one cluster size.
+type sizeResult struct {
+	Nodes int `json:"nodes"`
+	// TotalSeconds is from the first registration to the last Node
+	// initialized.
+	TotalSeconds float64 `json:"totalSeconds"`
+	// PerNode is each Node's wait, registration to initialized.
+	PerNode latency `json:"perNodeSeconds"`
+	// CloudCalls counts every cloud API request polyccm made while the
+	// Nodes were initialized, by "operation" as the fake names it.
+	CloudCalls        map[string]int `json:"cloudCalls"`
+	CloudCallsTotal   int            `json:"cloudCallsTotal"`
+	CloudCallsPerNode float64        `json:"cloudCallsPerNode"`
+	// Throttled is how many of those the cloud refused with its
+	// throttling error (ThrottleError).
+	Throttled     int    `json:"throttled"`
+	ThrottleError string `json:"throttleError"`
+	// ErrorsLogged counts polyccm's error log lines in the run: what an
+	// operator would see of trouble, throttling included.
+	ErrorsLogged int `json:"errorsLogged"`
+	// APIRequests counts polyccm's apiserver requests, by verb and
+	// resource, from the apiserver's audit log.
+	APIRequests        map[string]int `json:"apiRequests"`
+	APIRequestsTotal   int            `json:"apiRequestsTotal"`
+	APIRequestsPerNode float64        `json:"apiRequestsPerNode"`
+	PeakRSSBytes       int64          `json:"peakRSSBytes"`
+	// CPUSeconds is polyccm's user and system CPU time during the run.
+	CPUSeconds float64 `json:"cpuSeconds"`
+	// NodesPerSecond is N over TotalSeconds.
+	NodesPerSecond float64 `json:"nodesPerSecond"`
+	// Ceiling is the bare client's run; FractionOfCeiling is polyccm's
+	// NodesPerSecond over the bare client's (1 = as fast as the apiserver
+	// takes the same writes, with no registrations competing).
+	Ceiling           *ceilingResult `json:"ceiling,omitempty"`
+	FractionOfCeiling float64        `json:"fractionOfCeiling,omitempty"`
+	// Curve is (seconds since the first registration, Nodes initialized).
+	Curve [][2]float64 `json:"curve"`
+}
+
+func (r *sizeResult) summary() string {
+	s := fmt.Sprintf("all initialized in %.1fs (per node p50 %.2fs p99 %.2fs max %.2fs); %.3f cloud calls/node, %d throttled; %.1f apiserver requests/node; peak RSS %s; %.1f CPU-s",
+		r.TotalSeconds, r.PerNode.P50, r.PerNode.P99, r.PerNode.Max, r.CloudCallsPerNode, r.Throttled, r.APIRequestsPerNode, mib(r.PeakRSSBytes), r.CPUSeconds)
+	if r.Ceiling != nil {
+		s += fmt.Sprintf("; %.0f nodes/s, the bare client %.0f nodes/s (polyccm at %.0f%% of the ceiling)", r.NodesPerSecond, r.Ceiling.NodesPerSecond, 100*r.FractionOfCeiling)
+	}
+	return s
+}
+
+// write saves the JSON and the chart and prints the table.
+func (rep *report) write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	base := filepath.Join(dir, fmt.Sprintf("%s-%s", rep.Options.Driver, time.Now().UTC().Format("2006-01-02")))
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(base+".json", append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(base+".svg", []byte(rep.chart()), 0o644); err != nil {
+		return err
+	}
+	fmt.Println(rep.table())
+	fmt.Printf("Wrote %s.json and %s.svg\n", base, base)
+	return nil
+}
+
+// table is the results as a Markdown table, for the terminal and for
+// docs/performance.md.
+func (rep *report) table() string {
+	var b strings.Builder
+	o := rep.Options
+	fmt.Fprintf(&b, "\npolyccm %s, driver %s, cloud latency %gms, cloud rate limit %g/s burst %d, %d CPUs\n\n",
+		rep.PolyccmVersion, o.Driver, o.LatencyMS, o.Rate, o.Burst, rep.Machine.CPUs)
+	b.WriteString("| nodes | all initialized (s) | per node p50 / p99 / max (s) | cloud calls / node | throttled | apiserver requests / node | peak RSS | CPU (s) | nodes/s | bare client nodes/s | of ceiling |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rep.Runs {
+		ceil, frac := "-", "-"
+		if r.Ceiling != nil {
+			ceil, frac = fmt.Sprintf("%.0f", r.Ceiling.NodesPerSecond), fmt.Sprintf("%.0f%%", 100*r.FractionOfCeiling)
+		}
+		fmt.Fprintf(&b, "| %d | %.1f | %.2f / %.2f / %.2f | %.3f | %d | %.1f | %s | %.1f | %.0f | %s | %s |\n",
+			r.Nodes, r.TotalSeconds, r.PerNode.P50, r.PerNode.P99, r.PerNode.Max, r.CloudCallsPerNode, r.Throttled,
+			r.APIRequestsPerNode, mib(r.PeakRSSBytes), r.CPUSeconds, r.NodesPerSecond, ceil, frac)
+	}
+	for _, r := range rep.Runs {
+		fmt.Fprintf(&b, "\nN=%d cloud calls: %s", r.Nodes, formatCounts(r.CloudCalls))
+		fmt.Fprintf(&b, "\nN=%d apiserver requests: %s", r.Nodes, formatCounts(r.APIRequests))
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+func formatCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// chart draws Nodes initialized over time, as a share of N, one line per
+// N for polyccm and a dashed one for the bare client.
+func (rep *report) chart() string {
+	const (
+		width, height          = 760, 440
+		left, right, top, bott = 64, 180, 48, 56
+	)
+	pw, ph := float64(width-left-right), float64(height-top-bott)
+	maxT := 1.0
+	for _, r := range rep.Runs {
+		maxT = math.Max(maxT, r.TotalSeconds)
+		if r.Ceiling != nil {
+			maxT = math.Max(maxT, r.Ceiling.TotalSeconds)
+		}
+	}
+	maxT = niceCeil(maxT)
+	x := func(t float64) float64 { return float64(left) + t/maxT*pw }
+	y := func(frac float64) float64 { return float64(top) + (1-frac)*ph }
+	colors := []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	o := rep.Options
+	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="14" font-weight="bold">%s</text>`+"\n", left,
+		html.EscapeString(fmt.Sprintf("polyccm %s: Nodes initialized over time (%s, %gms latency, %g req/s burst %d)", rep.PolyccmVersion, o.Driver, o.LatencyMS, o.Rate, o.Burst)))
+	// Axes and grid.
+	for i := 0; i <= 4; i++ {
+		f := float64(i) / 4
+		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>`+"\n", left, y(f), width-right, y(f))
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%d%%</text>`+"\n", left-6, y(f)+4, i*25)
+	}
+	for i := 0; i <= 5; i++ {
+		t := maxT * float64(i) / 5
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>`+"\n", x(t), top, x(t), height-bott)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", x(t), height-bott+16, trimFloat(t))
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">seconds since the first Node registered</text>`+"\n", float64(left)+pw/2, height-14)
+	fmt.Fprintf(&b, `<text transform="translate(16 %.1f) rotate(-90)" text-anchor="middle">Nodes initialized</text>`+"\n", float64(top)+ph/2)
+	line := func(curve [][2]float64, n int, color, dash string) {
+		var pts []string
+		for _, p := range curve {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(p[0]), y(p[1]/float64(n))))
+		}
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", color, dash, strings.Join(pts, " "))
+	}
+	ly := top + 8
+	for i, r := range rep.Runs {
+		c := colors[i%len(colors)]
+		line(r.Curve, r.Nodes, c, "")
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/><text x="%d" y="%d">polyccm, N=%d</text>`+"\n",
+			width-right+12, ly, width-right+36, ly, c, width-right+42, ly+4, r.Nodes)
+		ly += 18
+		if r.Ceiling != nil {
+			line(r.Ceiling.Curve, r.Nodes, c, ` stroke-dasharray="5 4"`)
+			fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2" stroke-dasharray="5 4"/><text x="%d" y="%d">bare client, N=%d</text>`+"\n",
+				width-right+12, ly, width-right+36, ly, c, width-right+42, ly+4, r.Nodes)
+			ly += 18
+		}
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}
+
+// niceCeil rounds up to 1, 2 or 5 times a power of ten.
+func niceCeil(v float64) float64 {
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*p >= v {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+func trimFloat(f float64) string {
+	s := fmt.Sprintf("%.1f", f)
+	return strings.TrimSuffix(s, ".0")
+}
