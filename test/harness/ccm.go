@@ -185,10 +185,14 @@ func (c *CCM) Exited() bool {
 // Wait waits up to timeout for the process to end and returns its exit
 // code, or an error if it is still running.
 func (c *CCM) Wait(timeout time.Duration) (int, error) {
-	select {
-	case <-c.done:
-	case <-time.After(timeout):
-		return 0, fmt.Errorf("polyccm still running after %s", timeout)
+	// Done first: a select over both picks at random when the process has
+	// ended and the timer (say, Wait(0)) has too.
+	if !c.Exited() {
+		select {
+		case <-c.done:
+		case <-time.After(timeout):
+			return 0, fmt.Errorf("polyccm still running after %s", timeout)
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
