@@ -30,6 +30,11 @@ func errUnauthorized() (int, any) {
 	return newError(http.StatusUnauthorized, "Unauthorized", "Unable to authenticate you")
 }
 
+// errForbidden is what a token without the scope a request needs gets.
+func errForbidden() (int, any) {
+	return newError(http.StatusForbidden, "forbidden", "You are not authorized to perform this operation")
+}
+
 func errNotFound() (int, any) {
 	return newError(http.StatusNotFound, "not_found", "The resource you were accessing could not be found.")
 }
@@ -61,6 +66,8 @@ func errStatus(status int) (int, any) {
 	switch status {
 	case http.StatusUnauthorized:
 		return errUnauthorized()
+	case http.StatusForbidden:
+		return errForbidden()
 	case http.StatusNotFound:
 		return errNotFound()
 	case http.StatusTooManyRequests:

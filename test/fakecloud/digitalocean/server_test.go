@@ -187,6 +187,17 @@ func TestInjectedServerErrors(t *testing.T) {
 	}
 }
 
+// An injected 403 reads like DigitalOcean's answer to a token lacking a
+// scope, not like the busy load balancer's 403, which clients wait out.
+func TestInjected403IsAScopeError(t *testing.T) {
+	s, c := start(t)
+	s.Faults().FailNext("GET /v2/account", 1, http.StatusForbidden)
+	_, _, err := c.Account.Get(context.Background())
+	if e := apiErr(t, err, http.StatusForbidden); e.Message != "You are not authorized to perform this operation" {
+		t.Errorf("403 message = %q", e.Message)
+	}
+}
+
 func TestRateLimit(t *testing.T) {
 	s, c := start(t)
 	s.Faults().SetRateLimit(0.01, 2) // a token per 100s: the third call is over
