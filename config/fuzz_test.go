@@ -5,11 +5,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
+	"math/big"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/knadh/koanf/v2"
 )
@@ -21,8 +24,10 @@ const fuzzMarker = "MARKER-s3cr3t-9f2c"
 // FuzzLoad feeds the loader a config file and POLYCCM_* environment (one
 // NAME=VALUE a line) and checks that it never panics, that a config it
 // accepts is valid, that a refusal names a key or the file, and that no
-// inline secret leaks. The seeds are testdata/bad/*.yaml; a file's
-// "# env: NAME=VALUE" lines are its environment.
+// inline secret leaks, and that every number and duration it accepts is
+// exactly the one the input gave. The seeds are testdata/bad/*.yaml; a
+// file's "# env: NAME=VALUE" lines are its environment and its
+// "# want: KEY: TEXT" lines what TestBadSeeds expects.
 func FuzzLoad(f *testing.F) {
 	seeds, err := filepath.Glob(filepath.Join("testdata", "bad", "*.yaml"))
 	if err != nil {
@@ -85,12 +90,55 @@ func FuzzLoad(f *testing.F) {
 		if err := again.probs.err(); err != nil {
 			t.Errorf("Load accepted a config that does not validate: %v", err)
 		}
+		checkExactValues(t, src, cfg)
 		out, err := Render(cfg)
 		if err != nil {
 			t.Fatalf("Render of a loaded config: %v", err)
 		}
 		leaks(string(out), "Render")
 	})
+}
+
+// TestBadSeeds loads every seed as FuzzLoad does and checks what the seed
+// promises: each is refused, and each "# want: KEY: TEXT" line names a
+// problem at KEY whose message contains TEXT.
+func TestBadSeeds(t *testing.T) {
+	seeds, err := filepath.Glob(filepath.Join("testdata", "bad", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range seeds {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			body := mustRead(t, p)
+			environ := []string{}
+			if env := seedEnv(body); env != "" {
+				environ = strings.Split(env, "\n")
+			}
+			_, _, err := Load(Source{Path: p, Environ: environ, Registry: testRegistry()})
+			if err == nil {
+				t.Fatal("a bad seed loaded")
+			}
+			for _, w := range seedWants(body) {
+				key, text, ok := strings.Cut(w, ": ")
+				if !ok {
+					t.Fatalf("malformed want line %q: use # want: KEY: TEXT", w)
+				}
+				wantProblem(t, err, key, text)
+			}
+		})
+	}
+}
+
+// seedWants returns a seed file's "# want: KEY: TEXT" lines.
+func seedWants(body []byte) []string {
+	var wants []string
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	for sc.Scan() {
+		if w, ok := strings.CutPrefix(sc.Text(), "# want: "); ok {
+			wants = append(wants, w)
+		}
+	}
+	return wants
 }
 
 // seedEnv returns a seed file's "# env: NAME=VALUE" lines as Environ text.
@@ -226,4 +274,90 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// checkExactValues asserts that every number and duration the input set
+// was loaded as exactly that value: never wrapped, truncated or rounded
+// by the decoder.
+func checkExactValues(t *testing.T, src Source, cfg *Config) {
+	t.Helper()
+	l := readTree(t, src)
+	for _, key := range l.k.Keys() {
+		typ, ok := l.sch.leaves[key]
+		if !ok || !isNumber(typ) && typ != durationType {
+			continue
+		}
+		field, ok := fieldAt(cfg, key)
+		if !ok {
+			t.Errorf("accepted %s but the config has no such field", key)
+			continue
+		}
+		raw := l.k.Get(key)
+		if raw == nil {
+			continue // null leaves the zero value, which validation judges
+		}
+		if typ == durationType {
+			s, isString := raw.(string)
+			d, err := time.ParseDuration(strings.TrimSpace(s))
+			if !isString || err != nil || time.Duration(field.Int()) != d {
+				t.Errorf("%s: input %#v loaded as %v", key, raw, time.Duration(field.Int()))
+			}
+			continue
+		}
+		in, ok := exactValue(reflect.ValueOf(raw))
+		got, _ := exactValue(field)
+		if !ok || got == nil || in.Cmp(got) != 0 {
+			t.Errorf("%s: input %#v loaded as %v", key, raw, field)
+		}
+	}
+}
+
+// exactValue returns a Go number as an exact big.Float, or false for
+// anything else (including NaN and infinities, which no config may hold).
+func exactValue(v reflect.Value) (*big.Float, bool) {
+	switch v.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return new(big.Float).SetInt64(v.Int()), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return new(big.Float).SetUint64(v.Uint()), true
+	case reflect.Float32, reflect.Float64:
+		if math.IsNaN(v.Float()) || math.IsInf(v.Float(), 0) {
+			return nil, false
+		}
+		return new(big.Float).SetFloat64(v.Float()), true
+	}
+	return nil, false
+}
+
+// fieldAt returns the field of cfg (or of a driver's config) a leaf key
+// decodes into.
+func fieldAt(cfg *Config, key string) (reflect.Value, bool) {
+	v := reflect.ValueOf(cfg).Elem()
+	parts := strings.Split(key, ".")
+	if parts[0] == "drivers" && len(parts) > 2 {
+		dc, ok := cfg.Drivers[parts[1]]
+		if !ok {
+			return reflect.Value{}, false
+		}
+		v, parts = reflect.ValueOf(dc), parts[2:]
+	}
+	for _, p := range parts {
+		for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+			v = v.Elem()
+		}
+		if v.Kind() != reflect.Struct {
+			return reflect.Value{}, false
+		}
+		found := false
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).Tag.Get("koanf") == p {
+				v, found = v.Field(i), true
+				break
+			}
+		}
+		if !found {
+			return reflect.Value{}, false
+		}
+	}
+	return v, true
 }

@@ -142,7 +142,8 @@ func (s *schema) envPath(path string) string {
 }
 
 // envValue converts an environment string to the leaf's type, so an
-// override is typed exactly like the same value written in YAML.
+// override is typed exactly like the same value written in YAML. Numbers
+// go through envNumber instead, for the file's range checks.
 func envValue(t reflect.Type, v string) (any, error) {
 	if t == durationType {
 		return v, nil // the decoder's duration hook parses and reports it
@@ -152,10 +153,6 @@ func envValue(t reflect.Type, v string) (any, error) {
 		return v, nil
 	case reflect.Bool:
 		return strconv.ParseBool(v)
-	case reflect.Int, reflect.Int32, reflect.Int64:
-		return strconv.Atoi(v)
-	case reflect.Float32, reflect.Float64:
-		return strconv.ParseFloat(v, 64)
 	case reflect.Slice:
 		if v == "" {
 			return []any{}, nil
