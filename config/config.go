@@ -157,8 +157,13 @@ func Defaults() *Config {
 			RenewDeadline: 10 * time.Second,
 			RetryPeriod:   2 * time.Second,
 		},
-		Serving:  Serving{BindAddress: "0.0.0.0", SecurePort: 10258},
-		KubeAPI:  KubeAPI{QPS: 50, Burst: 100},
+		Serving: Serving{BindAddress: "0.0.0.0", SecurePort: 10258},
+		// Well above upstream's 20/30: initializing a Node takes two writes,
+		// so 50 made 5000 Nodes joining together wait over three minutes
+		// for polyccm while the apiserver could take them in 15 seconds
+		// (docs/performance.md). The apiserver's priority and fairness
+		// queues, not this client-side cap, protect it.
+		KubeAPI:  KubeAPI{QPS: 500, Burst: 1000},
 		CloudAPI: CloudAPI{QPS: 10, Burst: 20, Timeout: 30 * time.Second, BatchWindow: 25 * time.Millisecond, BatchSize: 200, CacheTTL: 30 * time.Second},
 		Logging:  Logging{Verbosity: 2, Format: "text"},
 		Drivers:  map[string]any{},

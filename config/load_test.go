@@ -72,7 +72,7 @@ drivers:
 		{"nodes.monitorPeriod", cfg.Nodes.MonitorPeriod, 90 * time.Second},
 		{"nodes.concurrentStatusUpdates keeps its default", cfg.Nodes.ConcurrentStatusUpdates, 20},
 		{"kubeAPI.qps", cfg.KubeAPI.QPS, 12.5},
-		{"kubeAPI.burst keeps its default", cfg.KubeAPI.Burst, 100},
+		{"kubeAPI.burst keeps its default", cfg.KubeAPI.Burst, 1000},
 		{"routes.clusterCIDR", cfg.Routes.ClusterCIDR, "10.244.0.0/16"},
 		{"drivers.testcloud.region", driverConfig(t, cfg, "testcloud").Region, "r9"},
 		{"drivers.testcloud.interval", driverConfig(t, cfg, "testcloud").Interval, 2 * time.Minute},

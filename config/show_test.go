@@ -112,7 +112,7 @@ func TestRenderOrderAndValues(t *testing.T) {
 		"cloudAPI.batchWindow":          "25ms",
 		"nodes.concurrentSyncs":         "20",
 		"controllers.routes":            "false",
-		"kubeAPI.qps":                   "50",
+		"kubeAPI.qps":                   "500",
 		"drivers.testcloud.interval":    "30s",
 		"drivers.testcloud.token.value": "<redacted>",
 	}

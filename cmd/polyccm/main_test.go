@@ -257,7 +257,7 @@ func TestConfigShow(t *testing.T) {
 				{"nodes.concurrentSyncs (from the file)", cfg.Nodes.ConcurrentSyncs, 33},
 				{"nodes.monitorPeriod (default)", cfg.Nodes.MonitorPeriod, "5s"},
 				{"leaderElection.leaseName (default)", cfg.LeaderElection.LeaseName, "cloud-controller-manager"},
-				{"kubeAPI.qps (default)", cfg.KubeAPI.QPS, 50.0},
+				{"kubeAPI.qps (default)", cfg.KubeAPI.QPS, 500.0},
 				{"drivers.digitalocean.apiURL (driver default)", cfg.Drivers.DigitalOcean.APIURL, "https://api.digitalocean.com/"},
 				{"drivers.digitalocean.token", reflect.DeepEqual(cfg.Drivers.DigitalOcean.Token, map[string]string{"value": "<redacted>"}), true},
 			}

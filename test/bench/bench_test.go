@@ -54,7 +54,7 @@ func TestBenchSmall(t *testing.T) {
 			if got := r.APIRequests["update nodes"]; got < 60 {
 				t.Errorf("audit log: %d node updates by polyccm, want at least 60 (all: %v)", got, r.APIRequests)
 			}
-			if r.PeakRSSBytes < 10<<20 || r.CPUSeconds <= 0 {
+			if r.PeakRSSBytes < 10<<20 || r.PeakAnonBytes < 1<<20 || r.PeakAnonBytes > r.PeakRSSBytes || r.CPUSeconds <= 0 {
 				t.Errorf("polyccm's peak RSS %d bytes and CPU %.2fs: not measured", r.PeakRSSBytes, r.CPUSeconds)
 			}
 			if r.Ceiling == nil || r.Ceiling.NodesPerSecond <= 0 || r.FractionOfCeiling <= 0 {

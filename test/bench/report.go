@@ -53,6 +53,9 @@ type sizeResult struct {
 	APIRequestsTotal   int            `json:"apiRequestsTotal"`
 	APIRequestsPerNode float64        `json:"apiRequestsPerNode"`
 	PeakRSSBytes       int64          `json:"peakRSSBytes"`
+	// PeakAnonBytes is the anonymous part of RSS (heap and stacks, not the
+	// mapped binary), sampled every 250ms.
+	PeakAnonBytes int64 `json:"peakAnonBytes"`
 	// CPUSeconds is polyccm's user and system CPU time during the run.
 	CPUSeconds float64 `json:"cpuSeconds"`
 	// NodesPerSecond is N over TotalSeconds.
@@ -67,8 +70,8 @@ type sizeResult struct {
 }
 
 func (r *sizeResult) summary() string {
-	s := fmt.Sprintf("all initialized in %.1fs (per node p50 %.2fs p99 %.2fs max %.2fs); %.3f cloud calls/node, %d throttled; %.1f apiserver requests/node; peak RSS %s; %.1f CPU-s",
-		r.TotalSeconds, r.PerNode.P50, r.PerNode.P99, r.PerNode.Max, r.CloudCallsPerNode, r.Throttled, r.APIRequestsPerNode, mib(r.PeakRSSBytes), r.CPUSeconds)
+	s := fmt.Sprintf("all initialized in %.1fs (per node p50 %.2fs p99 %.2fs max %.2fs); %.3f cloud calls/node, %d throttled; %.1f apiserver requests/node; peak RSS %s (heap and stacks %s); %.1f CPU-s",
+		r.TotalSeconds, r.PerNode.P50, r.PerNode.P99, r.PerNode.Max, r.CloudCallsPerNode, r.Throttled, r.APIRequestsPerNode, mib(r.PeakRSSBytes), mib(r.PeakAnonBytes), r.CPUSeconds)
 	if r.Ceiling != nil {
 		s += fmt.Sprintf("; %.0f nodes/s, the bare client %.0f nodes/s (polyccm at %.0f%% of the ceiling)", r.NodesPerSecond, r.Ceiling.NodesPerSecond, 100*r.FractionOfCeiling)
 	}
@@ -103,16 +106,16 @@ func (rep *report) table() string {
 	o := rep.Options
 	fmt.Fprintf(&b, "\npolyccm %s, driver %s, cloud latency %gms, cloud rate limit %g/s burst %d, %d CPUs\n\n",
 		rep.PolyccmVersion, o.Driver, o.LatencyMS, o.Rate, o.Burst, rep.Machine.CPUs)
-	b.WriteString("| nodes | all initialized (s) | per node p50 / p99 / max (s) | cloud calls / node | throttled | apiserver requests / node | peak RSS | CPU (s) | nodes/s | bare client nodes/s | of ceiling |\n")
+	b.WriteString("| nodes | all initialized (s) | per node p50 / p99 / max (s) | cloud calls / node | throttled | apiserver requests / node | peak RSS (anon) | CPU (s) | nodes/s | bare client nodes/s | of ceiling |\n")
 	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rep.Runs {
 		ceil, frac := "-", "-"
 		if r.Ceiling != nil {
 			ceil, frac = fmt.Sprintf("%.0f", r.Ceiling.NodesPerSecond), fmt.Sprintf("%.0f%%", 100*r.FractionOfCeiling)
 		}
-		fmt.Fprintf(&b, "| %d | %.1f | %.2f / %.2f / %.2f | %.3f | %d | %.1f | %s | %.1f | %.0f | %s | %s |\n",
+		fmt.Fprintf(&b, "| %d | %.1f | %.2f / %.2f / %.2f | %.3f | %d | %.1f | %s (%s) | %.1f | %.0f | %s | %s |\n",
 			r.Nodes, r.TotalSeconds, r.PerNode.P50, r.PerNode.P99, r.PerNode.Max, r.CloudCallsPerNode, r.Throttled,
-			r.APIRequestsPerNode, mib(r.PeakRSSBytes), r.CPUSeconds, r.NodesPerSecond, ceil, frac)
+			r.APIRequestsPerNode, mib(r.PeakRSSBytes), mib(r.PeakAnonBytes), r.CPUSeconds, r.NodesPerSecond, ceil, frac)
 	}
 	for _, r := range rep.Runs {
 		fmt.Fprintf(&b, "\nN=%d cloud calls: %s", r.Nodes, formatCounts(r.CloudCalls))

@@ -116,6 +116,7 @@ func runSize(ctx context.Context, o options, bin, dir string, n int) (*sizeResul
 		return nil, fmt.Errorf("%w\npolyccm's log: %s (last lines:\n%s)", err, ccm.LogPath, ccm.LogTail(15))
 	}
 	res.TotalSeconds = w.total().Seconds()
+	res.NodesPerSecond = round3(float64(n) / res.TotalSeconds)
 	res.PerNode = w.percentiles()
 	res.Curve = w.curve(200)
 	tEnd := time.Now()
@@ -123,6 +124,7 @@ func runSize(ctx context.Context, o options, bin, dir string, n int) (*sizeResul
 	cpu1, _ := cpuSeconds(ccm.Pid())
 	res.CPUSeconds = cpu1 - cpu0
 	res.PeakRSSBytes = mem.peak()
+	res.PeakAnonBytes = mem.peakAnon()
 	res.CloudCalls = diffCalls(cloud.Faults().Calls(), calls0)
 	total := 0
 	for _, c := range res.CloudCalls {
@@ -157,7 +159,6 @@ func runSize(ctx context.Context, o options, bin, dir string, n int) (*sizeResul
 			return nil, fmt.Errorf("ceiling: %w", err)
 		}
 		res.Ceiling = c
-		res.NodesPerSecond = round3(float64(n) / res.TotalSeconds)
 		res.FractionOfCeiling = round3(res.NodesPerSecond / c.NodesPerSecond)
 	}
 	return res, nil
