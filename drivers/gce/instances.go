@@ -67,6 +67,34 @@ func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (inst
 	results, byRef, byName := g.Results, g.ByRef, g.ByName
 
 	found := map[instanceRef]*computepb.Instance{}
+	listed := map[[2]string]bool{} // project/zone pairs a full listing covered
+	// Nodes without a providerID: by name, in any zone of the project.
+	// First, because a full listing of the project answers the keys with
+	// a providerID in its zones too.
+	byNameFound := map[string][]instanceRef{}
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, filter := range c.filtersFor(env.project, names) {
+		got, err := c.listAggregated(ctx, cl, env.project, filter)
+		if err != nil {
+			return instances.Answer{}, err
+		}
+		if filter == "" {
+			c.sizes.Set(env.project, len(got))
+		}
+		for _, zi := range got {
+			ref := instanceRef{env.project, zi.zone, zi.inst.GetName()}
+			found[ref] = zi.inst
+			byNameFound[ref.name] = append(byNameFound[ref.name], ref)
+			if filter == "" {
+				listed[[2]string{env.project, zi.zone}] = true
+			}
+		}
+	}
+
 	// Per project and zone, the named instances.
 	zones := map[[2]string][]string{}
 	for ref := range byRef {
@@ -79,6 +107,12 @@ func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (inst
 	refused := map[[2]string]error{}
 zones:
 	for pz, names := range zones {
+		if listed[pz] {
+			// Listed in full above. Only zones seen holding instances:
+			// a zone the listing did not show may not exist, and must
+			// fail its own keys as below.
+			continue
+		}
 		sort.Strings(names)
 		scope := pz[0] + "/" + pz[1]
 		for _, filter := range c.filtersFor(scope, names) {
@@ -100,28 +134,6 @@ zones:
 			}
 		}
 	}
-	// Nodes without a providerID: by name, in any zone of the project.
-	byNameFound := map[string][]instanceRef{}
-	names := make([]string, 0, len(byName))
-	for n := range byName {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, filter := range c.filtersFor(env.project, names) {
-		got, err := c.listAggregated(ctx, cl, env.project, filter)
-		if err != nil {
-			return instances.Answer{}, err
-		}
-		if filter == "" {
-			c.sizes.Set(env.project, len(got))
-		}
-		for _, zi := range got {
-			ref := instanceRef{env.project, zi.zone, zi.inst.GetName()}
-			found[ref] = zi.inst
-			byNameFound[ref.name] = append(byNameFound[ref.name], ref)
-		}
-	}
-
 	var seen []instances.Instance
 	for ref, in := range found {
 		seen = append(seen, *toInstance(ref, in))
