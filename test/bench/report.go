@@ -151,7 +151,7 @@ func formatCounts(m map[string]int) string {
 func (rep *report) chart() string {
 	const (
 		width, height          = 760, 440
-		left, right, top, bott = 64, 180, 48, 56
+		left, right, top, bott = 64, 180, 56, 56
 	)
 	pw, ph := float64(width-left-right), float64(height-top-bott)
 	maxT := 1.0
@@ -171,7 +171,9 @@ func (rep *report) chart() string {
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	o := rep.Options
 	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="14" font-weight="bold">%s</text>`+"\n", left,
-		html.EscapeString(fmt.Sprintf("polyccm %s: Nodes initialized over time (%s, %gms latency, %g req/s burst %d)", rep.PolyccmVersion, o.Driver, o.LatencyMS, o.Rate, o.Burst)))
+		html.EscapeString(fmt.Sprintf("Nodes initialized over time: polyccm on %s", o.Driver)))
+	fmt.Fprintf(&b, `<text x="%d" y="36" fill="#555">%s</text>`+"\n", left,
+		html.EscapeString(fmt.Sprintf("%s · cloud latency %gms, rate limit %g requests/s, burst %d · %d CPUs", rep.PolyccmVersion, o.LatencyMS, o.Rate, o.Burst, rep.Machine.CPUs)))
 	// Axes and grid.
 	for i := 0; i <= 4; i++ {
 		f := float64(i) / 4
