@@ -25,10 +25,11 @@ type Options struct {
 	// Timeout bounds one Fetch (its context is not any caller's, because
 	// a batch serves many callers).
 	Timeout time.Duration
-	// MaxInFlight bounds concurrent Fetch calls; further closed batches
-	// wait for a slot (repeats of their keys still join them) while new
-	// keys gather in the next open batch. 0 means 4 (a Lookup's default
-	// is 1).
+	// MaxInFlight bounds concurrent Fetch calls. While every slot is
+	// busy, a batch whose window has passed stays open and keeps taking
+	// keys until a slot frees (or it is full), so a slow cloud gets fewer,
+	// bigger batches rather than a queue of small ones. 0 means 4 (a
+	// Lookup's default is 1).
 	MaxInFlight int
 	// Observe, if set, is told the size of each batch sent.
 	Observe func(size int)
@@ -38,14 +39,16 @@ type Options struct {
 type Batcher[K comparable, V any] struct {
 	fetch Fetch[K, V]
 	o     Options
-	sem   chan struct{}
 
 	mu       sync.Mutex
 	open     *round[K, V]       // collecting keys
-	inflight map[K]*round[K, V] // keys being fetched, so repeats join
+	queue    []*round[K, V]     // closed (full), waiting for a slot
+	running  int                // fetches under way
+	inflight map[K]*round[K, V] // keys of closed batches, so repeats join
 }
 
 type round[K comparable, V any] struct {
+	due    bool // its window has passed: fetch as soon as a slot frees
 	keys   []K
 	index  map[K]int
 	timer  *time.Timer
@@ -68,7 +71,6 @@ func New[K comparable, V any](fetch Fetch[K, V], o Options) *Batcher[K, V] {
 	return &Batcher[K, V]{
 		fetch:    fetch,
 		o:        o,
-		sem:      make(chan struct{}, o.MaxInFlight),
 		inflight: map[K]*round[K, V]{},
 	}
 }
@@ -103,7 +105,7 @@ func (b *Batcher[K, V]) enqueue(key K) (*round[K, V], int) {
 		r = &round[K, V]{index: map[K]int{}, done: make(chan struct{})}
 		b.open = r
 		if b.o.Window > 0 {
-			r.timer = time.AfterFunc(b.o.Window, func() { b.close(r) })
+			r.timer = time.AfterFunc(b.o.Window, func() { b.windowPassed(r) })
 		}
 	}
 	i, ok := r.index[key]
@@ -118,13 +120,21 @@ func (b *Batcher[K, V]) enqueue(key K) (*round[K, V], int) {
 	return r, i
 }
 
-func (b *Batcher[K, V]) close(r *round[K, V]) {
+// windowPassed closes r if a fetch slot is free; if not, r stays open
+// for more keys until one frees.
+func (b *Batcher[K, V]) windowPassed(r *round[K, V]) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.closeLocked(r)
+	if b.open != r {
+		return // already closed: it filled up
+	}
+	r.due = true
+	if b.running < b.o.MaxInFlight && len(b.queue) == 0 {
+		b.closeLocked(r)
+	}
 }
 
-// closeLocked stops r taking keys and starts its fetch. b.mu is held.
+// closeLocked stops r taking keys and queues its fetch. b.mu is held.
 func (b *Batcher[K, V]) closeLocked(r *round[K, V]) {
 	if b.open != r {
 		return // already closed by the other trigger
@@ -136,12 +146,25 @@ func (b *Batcher[K, V]) closeLocked(r *round[K, V]) {
 	for _, k := range r.keys {
 		b.inflight[k] = r
 	}
-	go b.run(r)
+	b.queue = append(b.queue, r)
+	b.dispatchLocked()
+}
+
+// dispatchLocked starts queued fetches while slots are free, then the open
+// batch if its window has passed. b.mu is held.
+func (b *Batcher[K, V]) dispatchLocked() {
+	for b.running < b.o.MaxInFlight && len(b.queue) > 0 {
+		r := b.queue[0]
+		b.queue = b.queue[1:]
+		b.running++
+		go b.run(r)
+	}
+	if r := b.open; r != nil && r.due && b.running < b.o.MaxInFlight {
+		b.closeLocked(r)
+	}
 }
 
 func (b *Batcher[K, V]) run(r *round[K, V]) {
-	b.sem <- struct{}{}
-	defer func() { <-b.sem }()
 	if b.o.Observe != nil {
 		b.o.Observe(len(r.keys))
 	}
@@ -159,6 +182,8 @@ func (b *Batcher[K, V]) run(r *round[K, V]) {
 			delete(b.inflight, k)
 		}
 	}
+	b.running--
+	b.dispatchLocked()
 	b.mu.Unlock()
 	close(r.done)
 }
