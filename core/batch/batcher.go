@@ -129,9 +129,7 @@ func (b *Batcher[K, V]) windowPassed(r *round[K, V]) {
 		return // already closed: it filled up
 	}
 	r.due = true
-	if b.running < b.o.MaxInFlight && len(b.queue) == 0 {
-		b.closeLocked(r)
-	}
+	b.dispatchLocked()
 }
 
 // closeLocked stops r taking keys and queues its fetch. b.mu is held.

@@ -415,42 +415,56 @@ func TestMaxInFlightBoundsFetches(t *testing.T) {
 	}
 }
 
+// slowFirstFetch holds its first call until release is closed and records
+// the size of every batch.
+type slowFirstFetch struct {
+	first, release chan struct{}
+	calls          atomic.Int32
+	mu             sync.Mutex
+	sizes          []int
+}
+
+func newSlowFirstFetch() *slowFirstFetch {
+	return &slowFirstFetch{first: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (f *slowFirstFetch) fetch(_ context.Context, keys []int) ([]int, error) {
+	if f.calls.Add(1) == 1 {
+		close(f.first)
+		<-f.release
+	}
+	f.mu.Lock()
+	f.sizes = append(f.sizes, len(keys))
+	f.mu.Unlock()
+	return make([]int, len(keys)), nil
+}
+
+func (f *slowFirstFetch) batchSizes() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.sizes)
+}
+
 // While the one fetch slot is busy, keys that arrive after the next
 // batch's window has passed still join that batch: a slow cloud must see
 // one bigger batch, not a queue of one-key batches (make bench at 5000
 // Nodes fell to one call per Node that way once its cache expired).
 func TestBatchStaysOpenWhileSlotsAreBusy(t *testing.T) {
-	var calls atomic.Int32
-	var mu sync.Mutex
-	var sizes []int
-	first := make(chan struct{})
-	release := make(chan struct{})
-	fetch := func(_ context.Context, keys []int) ([]int, error) {
-		if calls.Add(1) == 1 {
-			close(first)
-			<-release
-		}
-		mu.Lock()
-		sizes = append(sizes, len(keys))
-		mu.Unlock()
-		return make([]int, len(keys)), nil
-	}
-	b := batch.New(fetch, batch.Options{Window: time.Millisecond, MaxSize: 100, MaxInFlight: 1})
+	f := newSlowFirstFetch()
+	b := batch.New(f.fetch, batch.Options{Window: time.Millisecond, MaxSize: 100, MaxInFlight: 1})
 	chs := []<-chan got{goGet(context.Background(), b, 0)}
-	waitFor(t, first, "the first fetch")
+	waitFor(t, f.first, "the first fetch")
 	for k := 1; k <= 10; k++ {
 		chs = append(chs, goGet(context.Background(), b, k))
 		time.Sleep(5 * time.Millisecond) // well past the window
 	}
-	close(release)
+	close(f.release)
 	for _, ch := range chs {
 		if g := receive(t, ch); g.err != nil {
 			t.Errorf("Get(%d): %v", g.key, g.err)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.Equal(sizes, []int{1, 10}) {
+	if sizes := f.batchSizes(); !slices.Equal(sizes, []int{1, 10}) {
 		t.Errorf("batch sizes %v, want [1 10]: the keys that came while the slot was busy belong in one batch", sizes)
 	}
 }
@@ -458,37 +472,21 @@ func TestBatchStaysOpenWhileSlotsAreBusy(t *testing.T) {
 // A batch that fills up while every slot is busy is closed and queued, and
 // the next keys start a new one.
 func TestFullBatchQueuesWhileSlotsAreBusy(t *testing.T) {
-	first := make(chan struct{})
-	release := make(chan struct{})
-	var calls atomic.Int32
-	var mu sync.Mutex
-	var sizes []int
-	fetch := func(_ context.Context, keys []int) ([]int, error) {
-		if calls.Add(1) == 1 {
-			close(first)
-			<-release
-		}
-		mu.Lock()
-		sizes = append(sizes, len(keys))
-		mu.Unlock()
-		return make([]int, len(keys)), nil
-	}
-	b := batch.New(fetch, batch.Options{Window: time.Millisecond, MaxSize: 4, MaxInFlight: 1})
+	f := newSlowFirstFetch()
+	b := batch.New(f.fetch, batch.Options{Window: time.Millisecond, MaxSize: 4, MaxInFlight: 1})
 	chs := []<-chan got{goGet(context.Background(), b, 0)}
-	waitFor(t, first, "the first fetch")
+	waitFor(t, f.first, "the first fetch")
 	for k := 1; k <= 6; k++ {
 		chs = append(chs, goGet(context.Background(), b, k))
 		time.Sleep(3 * time.Millisecond)
 	}
-	close(release)
+	close(f.release)
 	for _, ch := range chs {
 		if g := receive(t, ch); g.err != nil {
 			t.Errorf("Get(%d): %v", g.key, g.err)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.Equal(sizes, []int{1, 4, 2}) {
+	if sizes := f.batchSizes(); !slices.Equal(sizes, []int{1, 4, 2}) {
 		t.Errorf("batch sizes %v, want [1 4 2]", sizes)
 	}
 }
