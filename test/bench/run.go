@@ -110,7 +110,7 @@ func runSize(ctx context.Context, o options, bin, dir string, n int) (*sizeResul
 		regErr <- register(ctx, cp.Admin, nodes, o.Creators, func(i int, _ *v1.Node) { w.created(i) })
 	}()
 	status := func() string {
-		return fmt.Sprintf("cloud calls %d (throttled %d) · polyccm RSS %s", sumCalls(cloud.Faults().Calls(), calls0), cloud.Faults().Throttled()-throttled0, mib(mem.current()))
+		return fmt.Sprintf("cloud calls %d (throttled %d) · polyccm RSS %s", total(diffCalls(cloud.Faults().Calls(), calls0)), cloud.Faults().Throttled()-throttled0, mib(mem.current()))
 	}
 	if err := w.wait(ctx, o, n, "polyccm", o.Timeout, regErr, status, ccm.Exited); err != nil {
 		return nil, fmt.Errorf("%w\npolyccm's log: %s (last lines:\n%s)", err, ccm.LogPath, ccm.LogTail(15))
@@ -126,12 +126,8 @@ func runSize(ctx context.Context, o options, bin, dir string, n int) (*sizeResul
 	res.PeakRSSBytes = mem.peak()
 	res.PeakAnonBytes = mem.peakAnon()
 	res.CloudCalls = diffCalls(cloud.Faults().Calls(), calls0)
-	total := 0
-	for _, c := range res.CloudCalls {
-		total += c
-	}
-	res.CloudCallsTotal = total
-	res.CloudCallsPerNode = float64(total) / float64(n)
+	res.CloudCallsTotal = total(res.CloudCalls)
+	res.CloudCallsPerNode = float64(res.CloudCallsTotal) / float64(n)
 	res.Throttled = cloud.Faults().Throttled() - throttled0
 	res.ThrottleError = cloud.ThrottleError()
 	res.ErrorsLogged = countErrors(ccm.Log())
@@ -147,9 +143,7 @@ func runSize(ctx context.Context, o options, bin, dir string, n int) (*sizeResul
 	if res.APIRequests, err = countAudit(auditLog, t0, tEnd); err != nil {
 		return nil, err
 	}
-	for _, c := range res.APIRequests {
-		res.APIRequestsTotal += c
-	}
+	res.APIRequestsTotal = total(res.APIRequests)
 	res.APIRequestsPerNode = float64(res.APIRequestsTotal) / float64(n)
 
 	if !o.NoCeiling {
@@ -391,9 +385,9 @@ func curveOf(ts []float64, points int) [][2]float64 {
 	return out
 }
 
-func sumCalls(now, before map[string]int) int {
+func total(counts map[string]int) int {
 	t := 0
-	for _, c := range diffCalls(now, before) {
+	for _, c := range counts {
 		t += c
 	}
 	return t
