@@ -608,7 +608,13 @@ func TestSoak(t *testing.T) {
 
 	// A short per-attempt timeout, so hung requests end within a soak
 	// step rather than after the default 30s.
-	e := newDOEnvWith(t, nil, withServices, []string{"POLYCCM_CLOUDAPI__TIMEOUT=4s"})
+	// A lease of the default length: the soak is about cloud faults, and
+	// the tests' short lease makes one slow apiserver answer on a busy
+	// machine cost polyccm its leadership, which exits it.
+	e := newDOEnvWith(t, nil, func(s *harness.Settings) {
+		withServices(s)
+		s.LeaseDuration = 15 * time.Second
+	}, []string{"POLYCCM_CLOUDAPI__TIMEOUT=4s"})
 	e.fake.SetLoadBalancerActivationDelay(500 * time.Millisecond)
 	w := watchNodeDeletions(t, e.fake, e.prefix)
 	s := &soak{t: t, e: e, w: w, rng: rand.New(rand.NewPCG(seed, 0x50a4)), off: map[int]bool{}, actions: map[string]int{}}
@@ -672,6 +678,9 @@ func TestSoak(t *testing.T) {
 		}
 		if !settledAt.IsZero() && time.Since(settledAt) >= 10*time.Second || time.Now().After(deadline) {
 			break
+		}
+		if e.ccm.Exited() {
+			t.Fatalf("polyccm exited during the soak; its log %s ends:\n%s", e.ccm.LogPath, e.ccm.LogTail(20))
 		}
 		if time.Since(lastReport) >= 15*time.Second {
 			lastReport = time.Now()
