@@ -94,7 +94,9 @@ func Run(ctx context.Context, cfg *config.Config, reg *driver.Registry) error {
 
 	notifyReady()
 	go watchdog(ctx, srv)
+	stopping := make(chan struct{})
 	go func() {
+		defer close(stopping)
 		<-ctx.Done()
 		srv.shuttingDown()
 		notifyStopping()
@@ -102,7 +104,13 @@ func Run(ctx context.Context, cfg *config.Config, reg *driver.Registry) error {
 	}()
 
 	initializers := app.ConstructControllerInitializers(constructors, completed, cloud)
-	return app.Run(completed, cloud, initializers, map[string]app.WebhookHandler{}, stop)
+	err = app.Run(completed, cloud, initializers, map[string]app.WebhookHandler{}, stop)
+	// app.Run can return as soon as the context ends; wait for STOPPING=1 to
+	// be sent, or the process may exit before systemd hears it.
+	if ctx.Err() != nil {
+		<-stopping
+	}
+	return err
 }
 
 func parseIP(s string) net.IP { return net.ParseIP(s) }
