@@ -63,6 +63,14 @@ func (c *Cache[K, V]) Put(k K, v V, now time.Time) {
 	}
 }
 
+// Forget drops what the cache knows about k, so the next lookup asks the
+// cloud.
+func (c *Cache[K, V]) Forget(k K) {
+	c.mu.Lock()
+	delete(c.entries, k)
+	c.mu.Unlock()
+}
+
 // Len is how many entries the cache holds, expired ones not yet swept
 // included.
 func (c *Cache[K, V]) Len() int {

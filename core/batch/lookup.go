@@ -192,6 +192,11 @@ func (l *Lookup[K, V]) Get(ctx context.Context, key K) (V, error) {
 	return r.Value, r.Err
 }
 
+// Forget drops the cached answer for key, for a caller that has reason to
+// doubt it (the cloud refused a request naming the thing as if it were
+// gone).
+func (l *Lookup[K, V]) Forget(key K) { l.cache.Forget(l.o.CacheKey(key)) }
+
 // chain calls f (if set) and then g.
 func chain(f, g func()) func() {
 	if f == nil {

@@ -312,3 +312,32 @@ func TestLookupBatchesQueuedBehindAListingUseIt(t *testing.T) {
 		t.Errorf("source called %d times (%v), want 1: the batches behind the first should be answered by its listing", n, f.asked)
 	}
 }
+
+func TestLookupForget(t *testing.T) {
+	gone := false
+	f := &fakeSource{answer: func(keys []string) (batch.Answer[*thing], error) {
+		if gone {
+			return batch.Answer[*thing]{Results: make([]batch.Result[*thing], len(keys))}, nil
+		}
+		return found(keys)
+	}}
+	l, _ := newTestLookup(f, func(o *batch.LookupOptions[string, *thing]) {
+		o.CacheKey = func(k string) string { before, _, _ := strings.Cut(k, "/"); return before }
+	})
+	ctx := context.Background()
+	if v, err := l.Get(ctx, "a/1"); err != nil || v == nil {
+		t.Fatalf("first Get = %v, %v; want a thing", v, err)
+	}
+	gone = true
+	if v, err := l.Get(ctx, "a/1"); err != nil || v == nil {
+		t.Fatalf("cached Get = %v, %v; want the cached thing", v, err)
+	}
+	// Forget goes by the cache key too: a/2 names what a/1 cached.
+	l.Forget("a/2")
+	if v, err := l.Get(ctx, "a/1"); err != nil || v != nil {
+		t.Errorf("Get after Forget = %v, %v; want the cloud's fresh not-found", v, err)
+	}
+	if n := f.calls(); n != 2 {
+		t.Errorf("%d source calls, want 2", n)
+	}
+}

@@ -164,6 +164,10 @@ func (in *Instances) Lookup(ctx context.Context, key Key) (*Instance, error) {
 	return in.lookup.Get(ctx, key)
 }
 
+// Forget drops what the cache knows about node's instance, so the next
+// question about it goes to the cloud.
+func (in *Instances) Forget(node *v1.Node) { in.lookup.Forget(keyOf(node)) }
+
 func keyOf(node *v1.Node) Key {
 	return Key{ProviderID: node.Spec.ProviderID, NodeName: node.Name}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/polyccm/polyccm/core/driver"
 	"github.com/polyccm/polyccm/core/instances"
+	"github.com/polyccm/polyccm/core/lbtargets"
 	"github.com/polyccm/polyccm/core/volumes"
 )
 
@@ -32,8 +33,8 @@ func assemble(d driver.Driver, dc driver.Cloud, o instances.Options) (*cloud, er
 		return nil, fmt.Errorf("driver %s returned no instance source", d.Name)
 	}
 	c := &cloud{name: d.Name, instances: instances.New(src, o)}
-	if lbc, ok := dc.(driver.LoadBalancerCloud); ok {
-		c.lb = lbc.LoadBalancer()
+	if lbc, ok := dc.(driver.LoadBalancerCloud); ok && lbc.LoadBalancer() != nil {
+		c.lb = lbtargets.LeaveOutGone(lbc.LoadBalancer(), c.instances)
 	}
 	if rc, ok := dc.(driver.RouteCloud); ok {
 		c.routes = rc.Routes()

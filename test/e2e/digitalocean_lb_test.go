@@ -203,6 +203,48 @@ func TestDigitalOceanLoadBalancerLifecycle(t *testing.T) {
 	}
 }
 
+// A droplet deleted while its Node still exists must not block the load
+// balancer: DigitalOcean refuses (422) any request naming it, so until the
+// Node is deleted no Service could take in a new Node. The instance cache
+// is kept for an hour, so only the fresh look after the 422 can tell the
+// droplet is gone; the node lifecycle controller is off, so the Node stays.
+func TestDigitalOceanLoadBalancerLeavesOutDeletedDroplets(t *testing.T) {
+	e, ds := lbNodes(t, 3, func(s *harness.Settings) {
+		s.Controllers = "nodes: true\nnodeLifecycle: false\nservices: true"
+		s.CacheTTL = time.Hour
+	})
+	createService(t, "web", nil, tcp(80))
+	e.waitIngress("web", 60*time.Second)
+	// Warnings while the LB was being created ("is being created; checking
+	// again") are expected; none may follow.
+	before := map[string]bool{}
+	for _, ev := range warnings(t, "web") {
+		before[ev.Name] = true
+	}
+
+	if !e.fake.RemoveDroplet(ds[2].ID) {
+		t.Fatal("removing the droplet from the fake failed")
+	}
+	d4 := e.fake.AddDroplet(fakedo.Droplet{Name: e.nodeName(3), Status: fakedo.StatusActive, SizeSlug: "s-2vcpu-4gb", Region: "fra1"})
+	e.register(d4.Name, "")
+	want := []int{ds[0].ID, ds[1].ID, d4.ID}
+	eventually(t, 30*time.Second, "the LB takes in the new droplet and leaves out the deleted one", func() (bool, string) {
+		got := sorted(e.lbOf("web").DropletIDs)
+		return slices.Equal(got, want), fmt.Sprintf("droplets %v, want %v", got, want)
+	})
+	if !e.exists(ds[2].Name) {
+		t.Fatalf("Node %s was deleted; the test needs it to outlive its droplet", ds[2].Name)
+	}
+	if !strings.Contains(e.ccm.Log(), "Leaving Nodes out of the load balancer") {
+		t.Error("polyccm did not log which Nodes it left out")
+	}
+	for _, ev := range warnings(t, "web") {
+		if !before[ev.Name] {
+			t.Errorf("Warning event on the Service: %s: %s", ev.Reason, ev.Message)
+		}
+	}
+}
+
 func sorted(ids []int) []int {
 	s := slices.Clone(ids)
 	slices.Sort(s)
