@@ -37,6 +37,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
+		if err == errVersionShown {
+			return 0
+		}
 		if err != errReported {
 			fmt.Fprintln(stderr, "polyccm:", err)
 		}
@@ -47,6 +50,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // errReported means the command already printed what went wrong.
 var errReported = fmt.Errorf("reported")
+
+// errVersionShown ends a run after --version printed the version.
+var errVersionShown = fmt.Errorf("version shown")
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	var configPath string
@@ -63,6 +69,19 @@ Drivers in this binary: ` + strings.Join(orNone(driver.Default().Names()), ", ")
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runCmd(cmd.Context(), configPath, stderr)
 		},
+	}
+	// --version answers without a config, as operators expect of any
+	// daemon; "polyccm version" gives the details. Declared here, it hides
+	// component-base's global --version, which the upstream options
+	// register and which would print Kubernetes' version, not ours.
+	var showVersion bool
+	root.PersistentFlags().BoolVar(&showVersion, "version", false, "print the version and exit")
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if showVersion {
+			fmt.Fprintf(stdout, "polyccm %s\n", version.Get().Version)
+			return errVersionShown
+		}
+		return nil
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)

@@ -80,6 +80,14 @@ func TestVersion(t *testing.T) {
 		}
 	}
 
+	// --version needs no config, even with one named that does not exist.
+	for _, args := range [][]string{{"--version"}, {"--version", "--config", "/nonexistent/ccm.yaml"}} {
+		code, out, errOut = cli(args...)
+		if want := "polyccm " + v.Version + "\n"; code != 0 || errOut != "" || out != want {
+			t.Errorf("polyccm %s: exit %d, stdout %q, stderr %q; want 0 and %q", strings.Join(args, " "), code, out, errOut, want)
+		}
+	}
+
 	code, out, errOut = cli("version", "--json")
 	if code != 0 || errOut != "" {
 		t.Fatalf("--json: exit %d, stderr %q", code, errOut)
