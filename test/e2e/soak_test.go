@@ -608,9 +608,9 @@ func TestSoak(t *testing.T) {
 
 	// A short per-attempt timeout, so hung requests end within a soak
 	// step rather than after the default 30s.
-	// A lease of the default length: the soak is about cloud faults, and
-	// the tests' short lease makes one slow apiserver answer on a busy
-	// machine cost polyccm its leadership, which exits it.
+	// A lease of the default length: the soak is about cloud faults, and a
+	// short lease makes one slow apiserver answer on a busy machine cost
+	// polyccm its leadership, which exits it.
 	e := newDOEnvWith(t, nil, func(s *harness.Settings) {
 		withServices(s)
 		s.LeaseDuration = 15 * time.Second

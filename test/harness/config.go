@@ -25,7 +25,7 @@ type Settings struct {
 	MonitorPeriod         time.Duration // default 1s
 	StatusUpdateFrequency time.Duration // default 5s
 	CacheTTL              time.Duration // default 1s
-	LeaseDuration         time.Duration // default 4s
+	LeaseDuration         time.Duration // default 10s: a slow renewal on a busy machine must not end the run
 	ConcurrentSyncs       int           // default 20
 	CloudQPS              float64       // default 50
 	Verbosity             int           // default 2
@@ -41,7 +41,7 @@ func (s Settings) Config() string {
 	def(&s.MonitorPeriod, time.Second)
 	def(&s.StatusUpdateFrequency, 5*time.Second)
 	def(&s.CacheTTL, time.Second)
-	def(&s.LeaseDuration, 4*time.Second)
+	def(&s.LeaseDuration, 10*time.Second)
 	if s.ConcurrentSyncs == 0 {
 		s.ConcurrentSyncs = 20
 	}
