@@ -157,6 +157,14 @@ func (c *Cloud) desiredLB(svc *v1.Service, a *annotations.Values, defaultSubnet 
 	return s
 }
 
+// scheme is the forwarding rule's loadBalancingScheme.
+func (s *lbSpec) scheme() string {
+	if s.internal {
+		return "INTERNAL"
+	}
+	return "EXTERNAL"
+}
+
 // forwardingPorts: external (target pool) rules take one port range, from
 // the lowest to the highest Service port, as the in-tree provider does;
 // internal rules list up to five ports, or take all ports.

@@ -150,15 +150,30 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if err != nil {
 		return nil, err
 	}
+	// One read of the rule serves the pass: it shows a scheme switch, and
+	// ensureForwardingRule starts from it.
+	fr, err := l.getForwardingRule(ctx, cl, env, spec.base)
+	if err != nil {
+		return nil, err
+	}
+	switched := fr == nil || !strings.EqualFold(fr.GetLoadBalancingScheme(), spec.scheme())
 	// The cluster's instance groups are shared by its internal load
 	// balancers, not part of this one: a node update makes the group of a
 	// zone that gained its first node.
 	groupCtx := ctx
-	if update {
-		if fr, err := l.getForwardingRule(ctx, cl, env, spec.base); err != nil || fr == nil {
+	switch {
+	case update && switched:
+		// Nothing to update, or a switch EnsureLoadBalancer makes: here
+		// the rule could be deleted but not made again.
+		return nil, nil
+	case update:
+		ctx = cloudapi.WithoutCreates(ctx)
+	case switched:
+		if err := l.deleteOtherScheme(ctx, cl, env, spec, fr); err != nil {
+			l.recordOperationError(svc, err)
 			return nil, err
 		}
-		ctx = cloudapi.WithoutCreates(ctx)
+		fr = nil
 	}
 	byZone, skipped := nodeInstances(nodes, env.project)
 	if len(skipped) > 0 {
@@ -166,9 +181,9 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	}
 	var ip string
 	if spec.internal {
-		ip, err = l.ensureInternal(ctx, groupCtx, cl, env, spec, byZone)
+		ip, err = l.ensureInternal(ctx, groupCtx, cl, env, spec, byZone, fr)
 	} else {
-		ip, err = l.ensureExternal(ctx, cl, env, spec, byZone)
+		ip, err = l.ensureExternal(ctx, cl, env, spec, byZone, fr)
 	}
 	if errors.Is(err, cloudapi.ErrCreateSkipped) {
 		return nil, nil // deleted meanwhile: nothing to update
@@ -224,7 +239,35 @@ func networkURL(env *environment) string {
 	return "projects/" + env.project + "/global/networks/" + env.network
 }
 
-func (l *loadBalancers) ensureExternal(ctx context.Context, cl *clients, env *environment, spec *lbSpec, byZone map[string][]string) (string, error) {
+// deleteOtherScheme deletes what only the other scheme's load balancer of
+// the Service uses, so that a Service whose type changed leaves nothing
+// behind. rule is the Service's forwarding rule, if any (then of the other
+// scheme): it goes first, as GCE refuses to delete a target pool or backend
+// service a rule uses. Without a rule the rest is deleted all the same, in
+// case a pass stopped between the rule and the rest. The firewall rules
+// are the same for both schemes and stay.
+func (l *loadBalancers) deleteOtherScheme(ctx context.Context, cl *clients, env *environment, spec *lbSpec, rule *computepb.ForwardingRule) error {
+	d := l.deleter(cl, env, spec.base)
+	var steps []func(context.Context) error
+	if rule != nil {
+		klog.InfoS("Load balancer scheme changed: deleting the old load balancer", "service", spec.service, "from", rule.GetLoadBalancingScheme(), "to", spec.scheme())
+		steps = append(steps, d.forwardingRule)
+	}
+	if spec.internal {
+		steps = append(steps, d.targetPool, d.httpHealthCheck)
+	} else {
+		steps = append(steps, d.backendService, d.regionHealthCheck)
+	}
+	if err := runSteps(ctx, steps); err != nil {
+		return err
+	}
+	if spec.internal {
+		return nil
+	}
+	return l.pruneInstanceGroups(ctx, cl, env)
+}
+
+func (l *loadBalancers) ensureExternal(ctx context.Context, cl *clients, env *environment, spec *lbSpec, byZone map[string][]string, cur *computepb.ForwardingRule) (string, error) {
 	hc, err := l.ensureHTTPHealthCheck(ctx, cl, env, spec)
 	if err != nil {
 		return "", err
@@ -241,10 +284,10 @@ func (l *loadBalancers) ensureExternal(ctx context.Context, cl *clients, env *en
 		Description:         ptr(description(spec)),
 		IPProtocol:          &spec.protocol,
 		Target:              &pool,
-		LoadBalancingScheme: ptr("EXTERNAL"),
+		LoadBalancingScheme: ptr(spec.scheme()),
 		NetworkTier:         &spec.tier,
 	}
-	return l.ensureForwardingRule(ctx, cl, env, spec, want)
+	return l.ensureForwardingRule(ctx, cl, env, spec, want, cur)
 }
 
 func description(spec *lbSpec) string {
@@ -452,8 +495,9 @@ func (l *loadBalancers) getForwardingRule(ctx context.Context, cl *clients, env 
 }
 
 // ensureForwardingRule creates the rule, or recreates it when something
-// it cannot change in place differs. It returns the rule's address.
-func (l *loadBalancers) ensureForwardingRule(ctx context.Context, cl *clients, env *environment, spec *lbSpec, want *computepb.ForwardingRule) (string, error) {
+// it cannot change in place differs; cur is the rule as the pass began,
+// nil if there was none. It returns the rule's address.
+func (l *loadBalancers) ensureForwardingRule(ctx context.Context, cl *clients, env *environment, spec *lbSpec, want, cur *computepb.ForwardingRule) (string, error) {
 	ports, portRange, all := spec.forwardingPorts()
 	want.Ports, want.AllPorts = ports, nil
 	if portRange != "" {
@@ -465,15 +509,10 @@ func (l *loadBalancers) ensureForwardingRule(ctx context.Context, cl *clients, e
 	if spec.ip != "" {
 		want.IPAddress = &spec.ip
 	}
-	cur, err := l.getForwardingRule(ctx, cl, env, spec.base)
-	if err != nil {
-		return "", err
-	}
+	var err error
 	if cur != nil && !sameForwardingRule(cur, want) {
 		klog.InfoS("Recreating forwarding rule", "service", spec.service, "name", spec.base)
-		if err := l.c.change(ctx, cl, "forwardingRules.delete", "replacing forwarding rule "+spec.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
-			return cl.forwardingRules.Delete(ctx, &computepb.DeleteForwardingRuleRequest{RequestId: rid, Project: env.project, Region: env.region, ForwardingRule: spec.base})
-		}); err != nil && !cloudapi.IsNotFound(err) {
+		if err := l.deleter(cl, env, spec.base).forwardingRule(ctx); err != nil {
 			return "", err
 		}
 		cur = nil
@@ -537,7 +576,7 @@ func portsOf(fr *computepb.ForwardingRule) string {
 // per zone (shared by the cluster's internal load balancers, since an
 // instance can be in only one load-balanced group), a backend service and
 // an internal forwarding rule in the subnetwork.
-func (l *loadBalancers) ensureInternal(ctx, groupCtx context.Context, cl *clients, env *environment, spec *lbSpec, byZone map[string][]string) (string, error) {
+func (l *loadBalancers) ensureInternal(ctx, groupCtx context.Context, cl *clients, env *environment, spec *lbSpec, byZone map[string][]string, cur *computepb.ForwardingRule) (string, error) {
 	hc, err := l.ensureRegionHealthCheck(ctx, cl, env, spec)
 	if err != nil {
 		return "", err
@@ -562,14 +601,14 @@ func (l *loadBalancers) ensureInternal(ctx, groupCtx context.Context, cl *client
 		Description:         ptr(description(spec)),
 		IPProtocol:          &spec.protocol,
 		BackendService:      &bs,
-		LoadBalancingScheme: ptr("INTERNAL"),
+		LoadBalancingScheme: ptr(spec.scheme()),
 		Network:             ptr(networkURL(env)),
 		Subnetwork:          ptr("projects/" + env.project + "/regions/" + env.region + "/subnetworks/" + spec.subnetwork),
 	}
 	if spec.globalAccess {
 		want.AllowGlobalAccess = ptr(true)
 	}
-	return l.ensureForwardingRule(ctx, cl, env, spec, want)
+	return l.ensureForwardingRule(ctx, cl, env, spec, want, cur)
 }
 
 func (l *loadBalancers) ensureRegionHealthCheck(ctx context.Context, cl *clients, env *environment, spec *lbSpec) (string, error) {
@@ -713,57 +752,99 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 	if err != nil {
 		return err
 	}
-	base := l.c.lbName(svc)
-	del := func(op, what string, fn func(ctx context.Context, rid *string) (*compute.Operation, error)) error {
-		err := l.c.change(ctx, cl, op, what, fn)
-		if err != nil && !cloudapi.IsNotFound(err) {
-			l.recordOperationError(svc, err)
-			return err
-		}
-		return nil
-	}
-	steps := []struct {
-		op, what string
-		fn       func(ctx context.Context, rid *string) (*compute.Operation, error)
-	}{
-		{"forwardingRules.delete", "deleting forwarding rule " + base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
-			return cl.forwardingRules.Delete(ctx, &computepb.DeleteForwardingRuleRequest{RequestId: rid, Project: env.project, Region: env.region, ForwardingRule: base})
-		}},
-		{"targetPools.delete", "deleting target pool " + base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
-			return cl.targetPools.Delete(ctx, &computepb.DeleteTargetPoolRequest{RequestId: rid, Project: env.project, Region: env.region, TargetPool: base})
-		}},
-		{"regionBackendServices.delete", "deleting backend service " + base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
-			return cl.backendServices.Delete(ctx, &computepb.DeleteRegionBackendServiceRequest{RequestId: rid, Project: env.project, Region: env.region, BackendService: base})
-		}},
-		{"regionHealthChecks.delete", "deleting health check " + base + "-hc", func(ctx context.Context, rid *string) (*compute.Operation, error) {
-			return cl.regionHealth.Delete(ctx, &computepb.DeleteRegionHealthCheckRequest{RequestId: rid, Project: env.project, Region: env.region, HealthCheck: base + "-hc"})
-		}},
-		{"firewalls.delete", "deleting firewall rule " + base + "-fw", func(ctx context.Context, rid *string) (*compute.Operation, error) {
-			return cl.firewalls.Delete(ctx, &computepb.DeleteFirewallRequest{RequestId: rid, Project: env.project, Firewall: base + "-fw"})
-		}},
-		{"firewalls.delete", "deleting firewall rule " + base + "-hcfw", func(ctx context.Context, rid *string) (*compute.Operation, error) {
-			return cl.firewalls.Delete(ctx, &computepb.DeleteFirewallRequest{RequestId: rid, Project: env.project, Firewall: base + "-hcfw"})
-		}},
-	}
-	for _, s := range steps {
-		if err := del(s.op, s.what, s.fn); err != nil {
-			return err
-		}
-	}
-	// The legacy health check comes from the discovery-based client.
-	rid := newRequestID()
-	op, err := call(ctx, l.c, "httpHealthChecks.delete", func(ctx context.Context) (*computev1.Operation, error) {
-		return cl.httpHealth.Delete(env.project, base+"-hc").RequestId(rid).Context(ctx).Do()
-	})
-	if err != nil && !cloudapi.IsNotFound(err) {
-		return fmt.Errorf("deleting health check %s-hc: %w", base, err)
-	}
-	if err == nil {
-		if err := l.c.wait(ctx, cl, globalOperation(env.project, op.Name), "deleting health check "+base+"-hc"); err != nil {
-			return err
-		}
+	d := l.deleter(cl, env, l.c.lbName(svc))
+	steps := []func(context.Context) error{d.forwardingRule, d.targetPool, d.backendService, d.regionHealthCheck, d.firewalls, d.httpHealthCheck}
+	if err := runSteps(ctx, steps); err != nil {
+		l.recordOperationError(svc, err)
+		return err
 	}
 	return l.pruneInstanceGroups(ctx, cl, env)
+}
+
+// runSteps runs deletions in order, stopping at the first failure.
+func runSteps(ctx context.Context, steps []func(context.Context) error) error {
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lbDeleter deletes the resources of the load balancer named base, a kind
+// a method, for EnsureLoadBalancerDeleted and for a scheme switch. Each
+// returns nil once its resource is gone, already or now.
+type lbDeleter struct {
+	l    *loadBalancers
+	cl   *clients
+	env  *environment
+	base string
+}
+
+func (l *loadBalancers) deleter(cl *clients, env *environment, base string) lbDeleter {
+	return lbDeleter{l: l, cl: cl, env: env, base: base}
+}
+
+// del runs one delete through change; only a definitive not-found counts
+// as done.
+func (d lbDeleter) del(ctx context.Context, op, what string, fn func(ctx context.Context, rid *string) (*compute.Operation, error)) error {
+	if err := d.l.c.change(ctx, d.cl, op, what, fn); err != nil && !cloudapi.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+func (d lbDeleter) forwardingRule(ctx context.Context) error {
+	return d.del(ctx, "forwardingRules.delete", "deleting forwarding rule "+d.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+		return d.cl.forwardingRules.Delete(ctx, &computepb.DeleteForwardingRuleRequest{RequestId: rid, Project: d.env.project, Region: d.env.region, ForwardingRule: d.base})
+	})
+}
+
+func (d lbDeleter) targetPool(ctx context.Context) error {
+	return d.del(ctx, "targetPools.delete", "deleting target pool "+d.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+		return d.cl.targetPools.Delete(ctx, &computepb.DeleteTargetPoolRequest{RequestId: rid, Project: d.env.project, Region: d.env.region, TargetPool: d.base})
+	})
+}
+
+func (d lbDeleter) backendService(ctx context.Context) error {
+	return d.del(ctx, "regionBackendServices.delete", "deleting backend service "+d.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+		return d.cl.backendServices.Delete(ctx, &computepb.DeleteRegionBackendServiceRequest{RequestId: rid, Project: d.env.project, Region: d.env.region, BackendService: d.base})
+	})
+}
+
+func (d lbDeleter) regionHealthCheck(ctx context.Context) error {
+	name := d.base + "-hc"
+	return d.del(ctx, "regionHealthChecks.delete", "deleting health check "+name, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+		return d.cl.regionHealth.Delete(ctx, &computepb.DeleteRegionHealthCheckRequest{RequestId: rid, Project: d.env.project, Region: d.env.region, HealthCheck: name})
+	})
+}
+
+func (d lbDeleter) firewalls(ctx context.Context) error {
+	for _, name := range []string{d.base + "-fw", d.base + "-hcfw"} {
+		if err := d.del(ctx, "firewalls.delete", "deleting firewall rule "+name, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+			return d.cl.firewalls.Delete(ctx, &computepb.DeleteFirewallRequest{RequestId: rid, Project: d.env.project, Firewall: name})
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// httpHealthCheck deletes the legacy health check, which comes from the
+// discovery-based client.
+func (d lbDeleter) httpHealthCheck(ctx context.Context) error {
+	name := d.base + "-hc"
+	rid := newRequestID()
+	op, err := call(ctx, d.l.c, "httpHealthChecks.delete", func(ctx context.Context) (*computev1.Operation, error) {
+		return d.cl.httpHealth.Delete(d.env.project, name).RequestId(rid).Context(ctx).Do()
+	})
+	switch {
+	case cloudapi.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("deleting health check %s: %w", name, err)
+	}
+	return d.l.c.wait(ctx, d.cl, globalOperation(d.env.project, op.Name), "deleting health check "+name)
 }
 
 // pruneInstanceGroups deletes the cluster's shared instance groups once no

@@ -8,6 +8,9 @@ import (
 
 	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/apiv1/computepb"
+	"golang.org/x/oauth2"
+	computev1 "google.golang.org/api/compute/v1"
+	"google.golang.org/api/option"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -669,4 +672,213 @@ func TestInternalLoadBalancersShareGroups(t *testing.T) {
 	if live := e.live(); len(live) != 0 {
 		t.Errorf("left: %v", live)
 	}
+}
+
+// onlyKinds asserts the fake holds load balancer resources of exactly the
+// given kinds, one each (instance groups: one per zone, so at least one),
+// and no addresses.
+func (e *env) onlyKinds(kinds ...string) {
+	e.t.Helper()
+	live := e.live()
+	for kind, names := range live {
+		switch {
+		case !slices.Contains(kinds, kind):
+			e.t.Errorf("%s left: %v", kind, names)
+		case kind == "firewalls" && len(names) != 2, kind != "firewalls" && kind != "instanceGroups" && len(names) != 1:
+			e.t.Errorf("%s: %v", kind, names)
+		}
+	}
+	for _, kind := range kinds {
+		if len(live[kind]) == 0 {
+			e.t.Errorf("no %s", kind)
+		}
+	}
+}
+
+const epFRGet = "GET /compute/v1/projects/{project}/regions/{region}/forwardingRules/{forwardingRule}"
+
+var (
+	externalKinds = []string{"forwardingRules", "targetPools", "httpHealthChecks", "firewalls"}
+	internalKinds = []string{"forwardingRules", "backendServices", "healthChecks", "instanceGroups", "firewalls"}
+)
+
+// TestSchemeSwitch: a Service switched between External and Internal gets
+// the new load balancer, and the old one's own resources go; the firewall
+// rules, the same for both, are updated in place.
+func TestSchemeSwitch(t *testing.T) {
+	t.Parallel()
+	// Operations answer RUNNING: the rule must be gone, not just going,
+	// before its target pool or backend service is deleted.
+	e := newEnv(t, withPolling())
+	nodes := append(e.nodes("a", 2, testZone), e.nodes("b", 1, testZone2)...)
+	svc := service(nil)
+	ip := e.mustEnsure(svc, nodes).Ingress[0].IP
+	e.checkExternal(svc, nodes)
+
+	svc.Annotations = internalLB
+	st := e.mustEnsure(svc, nodes)
+	fr := e.checkInternal(svc, nodes)
+	if st.Ingress[0].IP != fr.IPAddress || st.Ingress[0].IP == ip {
+		t.Errorf("status %s, internal rule %s, external was %s", st.Ingress[0].IP, fr.IPAddress, ip)
+	}
+	e.onlyKinds(internalKinds...)
+
+	// Steady state: one read of the rule, no deletion tried.
+	gets, before := e.calls(epFRGet), e.mutations()
+	e.mustEnsure(svc, nodes)
+	if g, m := e.calls(epFRGet)-gets, e.mutations()-before; g != 1 || m != 0 {
+		t.Errorf("an unchanged internal Service took %d rule reads and %d changes, want 1 and 0: %v", g, m, e.fake.Faults().Calls())
+	}
+
+	svc.Annotations = nil
+	st = e.mustEnsure(svc, nodes)
+	fr = e.checkExternal(svc, nodes)
+	if st.Ingress[0].IP != fr.IPAddress {
+		t.Errorf("status %s, external rule %s", st.Ingress[0].IP, fr.IPAddress)
+	}
+	e.onlyKinds(externalKinds...)
+	if st := e.fake.Stats()["firewalls"]; st.Created != 2 {
+		t.Errorf("firewalls %+v: kept across the switches, not recreated", st)
+	}
+	if st := e.fake.Stats()["forwardingRules"]; st.Created != 3 || st.Peak != 1 {
+		t.Errorf("forwarding rules %+v, want one at a time", st)
+	}
+	gets, before = e.calls(epFRGet), e.mutations()
+	e.mustEnsure(svc, nodes)
+	if g, m := e.calls(epFRGet)-gets, e.mutations()-before; g != 1 || m != 0 {
+		t.Errorf("an unchanged external Service took %d rule reads and %d changes, want 1 and 0: %v", g, m, e.fake.Faults().Calls())
+	}
+	for _, op := range e.fake.Operations() {
+		if op.Error != nil {
+			t.Errorf("operation %s %s failed: %+v", op.OperationType, op.TargetLink, op.Error)
+		}
+	}
+	e.mustDelete(svc)
+	if live := e.live(); len(live) != 0 {
+		t.Errorf("left: %v", live)
+	}
+}
+
+// TestSchemeSwitchResumes: a switch that failed after the old rule went
+// finishes the cleanup on the next pass, though no rule is left to show
+// the old scheme; until the cleanup succeeds nothing new is made.
+func TestSchemeSwitchResumes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	nodes := e.nodes("n", 2, testZone)
+	svc := service(nil)
+	e.mustEnsure(svc, nodes)
+	base := e.lbName(svc)
+
+	svc.Annotations = internalLB
+	id := e.fake.Faults().AddRule(faults.Rule{Match: "DELETE /compute/v1/projects/{project}/regions/{region}/targetPools/{targetPool}", Status: 503})
+	if _, err := e.ensure(svc, nodes); kind(err) != cloudapi.KindUnavailable {
+		t.Fatalf("Ensure with the pool undeletable: %v, want unavailable", err)
+	}
+	if _, ok := e.fake.ForwardingRule(testRegion, base); ok {
+		t.Error("the external rule, deleted first, is still there")
+	}
+	e.targetPool(base)
+	if n := len(e.fake.BackendServices()) + len(e.fake.HealthChecks()) + len(e.fake.InstanceGroups()); n != 0 {
+		t.Errorf("%d internal resources made before the old ones were gone", n)
+	}
+
+	e.fake.Faults().RemoveRule(id)
+	e.mustEnsure(svc, nodes)
+	e.checkInternal(svc, nodes)
+	e.onlyKinds(internalKinds...)
+
+	// The same the other way, where the shared groups go last.
+	svc.Annotations = nil
+	id = e.fake.Faults().AddRule(faults.Rule{Match: "DELETE /compute/v1/projects/{project}/zones/{zone}/instanceGroups/{instanceGroup}", Status: 503})
+	if _, err := e.ensure(svc, nodes); err == nil {
+		t.Fatal("Ensure succeeded though the instance groups could not be deleted")
+	}
+	if len(e.fake.InstanceGroups()) == 0 || len(e.fake.ForwardingRules()) != 0 || len(e.fake.BackendServices()) != 0 {
+		t.Errorf("after the failed switch: %v, want only the groups of the internal load balancer", e.live())
+	}
+	e.fake.Faults().RemoveRule(id)
+	e.mustEnsure(svc, nodes)
+	e.checkExternal(svc, nodes)
+	e.onlyKinds(externalKinds...)
+}
+
+// TestSchemeSwitchKeepsSharedGroups: the cluster's instance groups stay
+// while another internal load balancer uses them.
+func TestSchemeSwitchKeepsSharedGroups(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	nodes := append(e.nodes("a", 1, testZone), e.nodes("b", 1, testZone2)...)
+	one := service(internalLB)
+	two := service(internalLB)
+	two.Name, two.UID = "api", types.UID("11111111-2222-4333-8444-555555555555")
+	e.mustEnsure(one, nodes)
+	e.mustEnsure(two, nodes)
+
+	one.Annotations = nil
+	e.mustEnsure(one, nodes)
+	e.checkExternal(one, nodes)
+	e.checkInternal(two, nodes)
+	if n := len(e.fake.BackendServices()); n != 1 {
+		t.Errorf("%d backend services, want the other Service's only", n)
+	}
+	e.mustDelete(two)
+	e.mustDelete(one)
+	if live := e.live(); len(live) != 0 {
+		t.Errorf("left: %v", live)
+	}
+}
+
+// TestUpdateLeavesASchemeSwitchToEnsure: the node update of a Service
+// whose type changed changes nothing, even when the new type's backends
+// are there (left by a switch before leftovers were deleted): replacing
+// the rule would delete it without making the new one.
+func TestUpdateLeavesASchemeSwitchToEnsure(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	nodes := e.nodes("n", 2, testZone)
+	svc := service(internalLB)
+	e.mustEnsure(svc, nodes)
+	base := e.lbName(svc)
+	c := ctx(t)
+	desc := `{"kubernetes.io/service-name":"shop/web","managed-by":"polyccm"}`
+	// The fake answers operations DONE here: no waiting needed.
+	legacy, err := computev1.NewService(c, option.WithEndpoint(e.fake.URL()+"/compute/v1/"),
+		option.WithTokenSource(oauth2.StaticTokenSource(&oauth2.Token{AccessToken: testToken})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := legacy.HttpHealthChecks.Insert(testProject, &computev1.HttpHealthCheck{Name: base + "-hc", Description: desc, Port: 10256}).Context(c).Do(); err != nil {
+		t.Fatal(err)
+	}
+	pools, err := compute.NewTargetPoolsRESTClient(c, e.userClient()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pools.Close()
+	hcURL := "projects/" + testProject + "/global/httpHealthChecks/" + base + "-hc"
+	op, err := pools.Insert(c, &computepb.InsertTargetPoolRequest{Project: testProject, Region: testRegion, TargetPoolResource: &computepb.TargetPool{Name: &base, Description: &desc, HealthChecks: []string{hcURL}}})
+	if err == nil {
+		err = op.Wait(c)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	svc.Annotations = nil
+	before := e.mutations()
+	if err := e.lb.UpdateLoadBalancer(ctx(t), "kubernetes", svc, nodes); err != nil {
+		t.Fatalf("UpdateLoadBalancer: %v", err)
+	}
+	if d := e.mutations() - before; d != 0 {
+		t.Errorf("%d changing calls: %v", d, e.fake.Faults().Calls())
+	}
+	if fr := e.forwardingRule(base); fr.LoadBalancingScheme != "INTERNAL" {
+		t.Errorf("rule %+v, want the internal one kept", fr)
+	}
+
+	// The switch itself reuses the pool and drops the internal parts.
+	e.mustEnsure(svc, nodes)
+	e.checkExternal(svc, nodes)
+	e.onlyKinds(externalKinds...)
 }

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -248,6 +249,58 @@ func TestGCEInternalLoadBalancer(t *testing.T) {
 	if live := e.live(); len(live) != 0 {
 		t.Errorf("resources left after the Service was deleted: %v", live)
 	}
+}
+
+// A Service switched External -> Internal -> External gets the new
+// load balancer's address each time, and the old one's own resources go:
+// exactly the new load balancer is left.
+func TestGCELoadBalancerSchemeSwitch(t *testing.T) {
+	e, _ := gceLB(t, 2, nil)
+	createService(t, "switch", nil, tcp(80))
+	svc := e.waitIngress("switch", 90*time.Second)
+	base := gce.NamePrefix("e2e") + "a" + strings.ReplaceAll(string(svc.UID), "-", "")[:31]
+	external := map[string]int{"forwardingRules": 1, "targetPools": 1, "httpHealthChecks": 1, "firewalls": 2}
+	// Two nodes in two zones: one instance group each.
+	internal := map[string]int{"forwardingRules": 1, "backendServices": 1, "healthChecks": 1, "instanceGroups": 2, "firewalls": 2}
+	ip := e.checkScheme(base, svc.Status.LoadBalancer.Ingress[0].IP, "EXTERNAL", external)
+
+	for _, to := range []struct {
+		ann    any // nil removes the annotation: External by default
+		scheme string
+		live   map[string]int
+	}{{"Internal", "INTERNAL", internal}, {nil, "EXTERNAL", external}} {
+		patchSvc(t, "switch", map[string]any{"metadata": map[string]any{"annotations": map[string]any{gce.AnnLoadBalancerType: to.ann}}})
+		var now string
+		eventually(t, 90*time.Second, "Service switch ingress for "+to.scheme, func() (bool, string) {
+			ing := getSvc(t, "switch").Status.LoadBalancer.Ingress
+			if len(ing) != 1 {
+				return false, fmt.Sprintf("ingress %v", ing)
+			}
+			now = ing[0].IP
+			return now != ip, "still " + ip
+		})
+		// The status is written once EnsureLoadBalancer is done: the old
+		// load balancer must be gone by then.
+		ip = e.checkScheme(base, now, to.scheme, to.live)
+	}
+
+	deleteServiceAndWait(t, "switch", 90*time.Second)
+	if live := e.live(); len(live) != 0 {
+		t.Errorf("resources left after the Service was deleted: %v", live)
+	}
+}
+
+// checkScheme asserts the Service's forwarding rule is of scheme with the
+// address ip, and that the live load balancer resources are exactly live.
+func (e *gceEnv) checkScheme(base, ip, scheme string, live map[string]int) string {
+	e.t.Helper()
+	if fr, ok := e.fake.ForwardingRule(gceRegion, base); !ok || fr.LoadBalancingScheme != scheme || fr.IPAddress != ip {
+		e.t.Errorf("forwarding rule %+v (found %v), want %s at %s", fr, ok, scheme, ip)
+	}
+	if got := e.live(); !maps.Equal(got, live) {
+		e.t.Errorf("%s load balancer: live resources %v, want %v", scheme, got, live)
+	}
+	return ip
 }
 
 // Invalid annotations: a Warning event and nothing made.
