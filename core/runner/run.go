@@ -104,14 +104,26 @@ func Run(ctx context.Context, cfg *config.Config, reg *driver.Registry) error {
 	}()
 
 	initializers := app.ConstructControllerInitializers(constructors, completed, cloud)
+	var lease *leaseRelease
+	if cfg.LeaderElection.Enabled {
+		lease = &leaseRelease{client: completed.Client, namespace: cfg.LeaderElection.Namespace, name: cfg.LeaderElection.LeaseName}
+		initializers = lease.wrap(initializers)
+	}
 	err = app.Run(completed, cloud, initializers, map[string]app.WebhookHandler{}, stop)
 	// app.Run can return as soon as the context ends; wait for STOPPING=1 to
 	// be sent, or the process may exit before systemd hears it.
 	if ctx.Err() != nil {
 		<-stopping
+		if lease != nil {
+			lease.release(leaseReleaseTimeout)
+		}
 	}
 	return err
 }
+
+// leaseReleaseTimeout bounds giving up the Lease on SIGTERM; past it, a
+// standby waits out the lease as if polyccm had crashed.
+const leaseReleaseTimeout = 2 * time.Second
 
 func parseIP(s string) net.IP { return net.ParseIP(s) }
 

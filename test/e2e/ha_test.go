@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -539,6 +540,61 @@ func TestHAFailoverOnLeaderPartition(t *testing.T) {
 	// renewal, so sooner after the cut; 2s for a loaded machine.
 	if bound := e.election.retry + e.election.renew + 2*time.Second; old.exitedAt.Sub(cut) > bound {
 		t.Errorf("the cut-off leader took %s to stop, more than retryPeriod + renewDeadline + 2s = %s", old.exitedAt.Sub(cut).Round(time.Millisecond), bound)
+	}
+	e.workContinues(old, leader, svc, []fakedo.Droplet{d0, d1})
+}
+
+// Three replicas, one leads; SIGTERM it, as systemctl stop or a rolling
+// upgrade does. It gives the Lease up as it exits, so another takes it
+// within about one retryPeriod instead of waiting out leaseDuration, and
+// the work created meanwhile is handled once. Upstream controller managers
+// keep the Lease (kubernetes/kubernetes#132599).
+func TestHAHandoverOnLeaderStop(t *testing.T) {
+	// A lease long enough that waiting it out could not pass for a release.
+	e := newHAEnv(t, election{lease: 10 * time.Second, renew: 6 * time.Second, retry: time.Second})
+	old, lease, d0 := e.setUpLeader(false)
+
+	stopped := time.Now()
+	if err := old.ccm.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	d1 := e.addNode(1)
+	svc := e.prefix + "-web"
+	createService(t, svc, nil, tcp(80))
+	select {
+	case <-old.exited:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the leader %s did not exit within 15s of SIGTERM", old.name)
+	}
+	if old.exitCode != 0 {
+		t.Errorf("the leader exited with %d after SIGTERM, want 0", old.exitCode)
+	}
+	if !strings.Contains(old.ccm.Log(), "Released the Lease") {
+		t.Errorf("the leader %s did not log releasing the Lease", old.name)
+	}
+
+	leader, l := e.waitLeader(30*time.Second, holderOf(lease))
+	if leader == old {
+		t.Fatalf("%s holds the Lease again under a new identity", old.name)
+	}
+	acquired := l.Spec.AcquireTime.Time
+	handover := acquired.Sub(stopped)
+	// The followers poll every retryPeriod×[1, 2.2]; 2s for the old leader's
+	// shutdown and a loaded machine.
+	bound := time.Duration((1+jitterFactor)*float64(e.election.retry)) + 2*time.Second
+	t.Logf("handover: %s took the Lease %s after SIGTERM to %s, which exited after %s (bound %s, leaseDuration %s)",
+		leader.name, handover.Round(time.Millisecond), old.name, old.exitedAt.Sub(stopped).Round(time.Millisecond), bound, e.election.lease)
+	if handover > bound {
+		t.Errorf("handover took %s, more than %s: the Lease was waited out, not released", handover.Round(time.Millisecond), bound)
+	}
+	if got, want := *l.Spec.LeaseTransitions, *lease.Spec.LeaseTransitions+1; got != want {
+		t.Errorf("Lease transitions %d, want %d: one handover", got, want)
+	}
+	if n, first, _ := leader.cloud.count(""); n > 0 && first.Before(acquired) {
+		t.Errorf("%s called the cloud at %s, before it took the Lease at %s", leader.name, first.Format(time.StampMicro), acquired.Format(time.StampMicro))
+	}
+	if _, _, last := old.cloud.count(""); !last.Before(acquired) {
+		t.Errorf("the old leader called the cloud at %s, after the new one took the Lease at %s", last.Format(time.StampMicro), acquired.Format(time.StampMicro))
 	}
 	e.workContinues(old, leader, svc, []fakedo.Droplet{d0, d1})
 }
