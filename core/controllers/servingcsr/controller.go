@@ -26,7 +26,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	certinformers "k8s.io/client-go/informers/certificates/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -39,6 +38,8 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
+
+	"github.com/polyccm/polyccm/core/controllers/workers"
 )
 
 // ControllerName is the controller's name among the upstream ones (logs,
@@ -131,38 +132,18 @@ func (c *Controller) enqueue(obj any) {
 }
 
 // Run works until ctx is done.
-func (c *Controller) Run(ctx context.Context, workers int) {
+func (c *Controller) Run(ctx context.Context, n int) {
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown()
-	if workers <= 0 {
-		workers = defaultWorkers
+	if n <= 0 {
+		n = defaultWorkers
 	}
 	go c.csrInformer.RunWithContext(ctx)
 	klog.InfoS("Starting controller", "controller", ControllerName, "signer", SignerName)
 	if !cache.WaitForNamedCacheSync(ControllerName, ctx.Done(), c.csrInformer.HasSynced, c.nodesSynced) {
 		return
 	}
-	for range workers {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) {
-			for c.processNext(ctx) {
-			}
-		}, time.Second)
-	}
-	<-ctx.Done()
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	name, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(name)
-	if c.sync(ctx, name) {
-		c.queue.AddRateLimited(name)
-	} else {
-		c.queue.Forget(name)
-	}
-	return true
+	workers.Run(ctx, c.queue, n, c.sync)
 }
 
 // sync decides on one request and acts; it returns whether to look again.

@@ -23,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -32,6 +31,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/polyccm/polyccm/core/controllers/workers"
 	"github.com/polyccm/polyccm/core/volumes"
 )
 
@@ -129,38 +129,23 @@ func (c *Controller) enqueue(obj any) {
 }
 
 // Run works until ctx is done.
-func (c *Controller) Run(ctx context.Context, workers int) {
+func (c *Controller) Run(ctx context.Context, n int) {
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown()
-	if workers <= 0 {
-		workers = defaultWorkers
+	if n <= 0 {
+		n = defaultWorkers
 	}
 	klog.InfoS("Starting controller", "controller", ControllerName, "driver", c.volumes.Driver())
 	if !cache.WaitForNamedCacheSync(ControllerName, ctx.Done(), c.synced) {
 		return
 	}
-	for range workers {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) {
-			for c.processNext(ctx) {
-			}
-		}, time.Second)
-	}
-	<-ctx.Done()
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	name, quit := c.queue.Get()
-	if quit {
+	workers.Run(ctx, c.queue, n, func(ctx context.Context, name string) bool {
+		if err := c.sync(ctx, name); err != nil {
+			klog.ErrorS(err, "Could not label a PersistentVolume; will retry", "controller", ControllerName, "pv", name)
+			return true
+		}
 		return false
-	}
-	defer c.queue.Done(name)
-	if err := c.sync(ctx, name); err != nil {
-		klog.ErrorS(err, "Could not label a PersistentVolume; will retry", "controller", ControllerName, "pv", name)
-		c.queue.AddRateLimited(name)
-		return true
-	}
-	c.queue.Forget(name)
-	return true
+	})
 }
 
 // sync labels one PV. An error means "try again later".

@@ -1,0 +1,42 @@
+// Package workers runs the worker goroutines of polyccm's own controllers
+// over a rate-limited work queue, the way the upstream controllers do.
+package workers
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Sync handles one key; retry asks for it again after the queue's backoff.
+type Sync func(ctx context.Context, key string) (retry bool)
+
+// Run starts n workers taking keys from q and blocks until ctx is done;
+// the caller shuts q down, which ends them. A key is never handled by two workers at once (the
+// queue's guarantee); a key sync asks to retry comes back rate limited, one
+// it is done with has its backoff forgotten.
+func Run(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], n int, sync Sync) {
+	for range n {
+		go wait.UntilWithContext(ctx, func(ctx context.Context) {
+			for next(ctx, q, sync) {
+			}
+		}, time.Second)
+	}
+	<-ctx.Done()
+}
+
+func next(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], sync Sync) bool {
+	key, quit := q.Get()
+	if quit {
+		return false
+	}
+	defer q.Done(key)
+	if sync(ctx, key) {
+		q.AddRateLimited(key)
+	} else {
+		q.Forget(key)
+	}
+	return true
+}
