@@ -578,11 +578,7 @@ func fitNumber(t reflect.Type, n number) (any, error) {
 	case !whole:
 		f, _ := n.x.Float64()
 		return f, nil
-	case n.x.Sign() < 0:
-		i, _ := n.x.Int64()
-		return i, nil
-	}
-	if t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64 {
+	case lo.Sign() == 0: // unsigned, and n is within range
 		u, _ := n.x.Uint64()
 		return u, nil
 	}

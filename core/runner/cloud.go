@@ -33,8 +33,10 @@ func assemble(d driver.Driver, dc driver.Cloud, o instances.Options) (*cloud, er
 		return nil, fmt.Errorf("driver %s returned no instance source", d.Name)
 	}
 	c := &cloud{name: d.Name, instances: instances.New(src, o)}
-	if lbc, ok := dc.(driver.LoadBalancerCloud); ok && lbc.LoadBalancer() != nil {
-		c.lb = lbtargets.LeaveOutGone(lbc.LoadBalancer(), c.instances)
+	if lbc, ok := dc.(driver.LoadBalancerCloud); ok {
+		if lb := lbc.LoadBalancer(); lb != nil {
+			c.lb = lbtargets.LeaveOutGone(lb, c.instances)
+		}
 	}
 	if rc, ok := dc.(driver.RouteCloud); ok {
 		c.routes = rc.Routes()

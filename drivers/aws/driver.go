@@ -120,8 +120,8 @@ type Cloud struct {
 	cluster string
 	deps    driver.Deps
 
-	base     aws.Config
-	metadata *imds.Client // the instance metadata service // credentials and shared settings, region not yet known
+	base     aws.Config   // credentials and shared settings, region not yet known
+	metadata *imds.Client // the instance metadata service
 
 	mu      sync.Mutex
 	clients *clients // built on first use, once the region is known

@@ -3,9 +3,9 @@ package aws
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -59,7 +59,7 @@ func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (inst
 	results, byID, byName := g.Results, g.ByRef, g.ByName
 
 	var all []ec2types.Instance
-	ids, names := sortedKeys(byID), sortedKeys(byName)
+	ids, names := slices.Sorted(maps.Keys(byID)), slices.Sorted(maps.Keys(byName))
 	filtered := (len(ids)+filterChunk-1)/filterChunk + (len(names)+filterChunk-1)/filterChunk
 	if vpc := c.knownVPC(); vpc != "" && c.listSizes.PreferFull(vpc, filtered, describePage) {
 		// One listing of the cluster's VPC answers this batch and, through
@@ -298,13 +298,4 @@ func (z *zoneIDCache) ensure(ctx context.Context, c *Cloud, cl *clients, insts [
 		z.ids[aws.ToString(az.ZoneName)] = aws.ToString(az.ZoneId)
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

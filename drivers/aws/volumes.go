@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -68,7 +69,7 @@ func (c *Cloud) LookupVolumes(ctx context.Context, keys []volumes.Key) (volumes.
 		byID[k.ID] = append(byID[k.ID], i)
 	}
 	found := map[string]*volumes.Volume{}
-	for chunk := range slices.Chunk(sortedKeys(byID), filterChunk) {
+	for chunk := range slices.Chunk(slices.Sorted(maps.Keys(byID)), filterChunk) {
 		got, err := c.describeVolumes(ctx, cl, &ec2.DescribeVolumesInput{
 			Filters:    []ec2types.Filter{{Name: aws.String("volume-id"), Values: chunk}},
 			MaxResults: aws.Int32(volumePage),

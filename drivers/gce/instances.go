@@ -3,6 +3,7 @@ package gce
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -72,12 +73,7 @@ func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (inst
 	// First, because a full listing of the project answers the keys with
 	// a providerID in its zones too.
 	byNameFound := map[string][]instanceRef{}
-	names := make([]string, 0, len(byName))
-	for n := range byName {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, filter := range c.filtersFor(env.project, names) {
+	for _, filter := range c.filtersFor(env.project, slices.Sorted(maps.Keys(byName))) {
 		got, err := c.listAggregated(ctx, cl, env.project, filter)
 		if err != nil {
 			return instances.Answer{}, err
@@ -171,10 +167,10 @@ zones:
 // one unfiltered listing when that costs no more calls (see
 // instances.ListSizes).
 func (c *Cloud) filtersFor(scope string, names []string) []string {
-	filtered := slices.Collect(slices.Chunk(names, nameChunk))
 	if len(names) == 0 {
 		return nil
 	}
+	filtered := slices.Collect(slices.Chunk(names, nameChunk))
 	if c.sizes.PreferFull(scope, len(filtered), pageSize) {
 		return []string{""}
 	}
