@@ -184,6 +184,10 @@ func (s *Server) createLoadBalancer(c *call) (any, *apiError) {
 		return &xmlLoadBalancers{LoadBalancers: []xmlLoadBalancer{s.lbXMLLocked(lb)}}, nil
 	}
 
+	if err := s.addressesFreeLocked(subnets); err != nil {
+		return nil, err
+	}
+
 	id := s.hexID(16)
 	lb := &lbRec{LoadBalancer: LoadBalancer{
 		ARN: s.lbARN(lbType, name, id), Name: name, Type: lbType, Scheme: scheme,
@@ -306,6 +310,25 @@ func (s *Server) readLBSubnetsLocked(p params, lbType, scheme, ipType string) ([
 		return nil, validation("At least two subnets in two different Availability Zones must be specified")
 	}
 	return out, nil
+}
+
+// addressesFreeLocked refuses Elastic IP allocations and private
+// addresses another load balancer already holds: an address is one load
+// balancer's at a time, and ELBv2 answers ResourceInUse.
+func (s *Server) addressesFreeLocked(subnets []LoadBalancerSubnet) *apiError {
+	for _, lb := range s.elb.lbs {
+		for _, held := range lb.Subnets {
+			for _, m := range subnets {
+				if m.AllocationID != "" && m.AllocationID == held.AllocationID {
+					return badRequest("ResourceInUse", "The allocation IDs are not available for use")
+				}
+				if m.PrivateIPv4Address != "" && m.PrivateIPv4Address == held.PrivateIPv4Address && m.SubnetID == held.SubnetID {
+					return badRequest("ResourceInUse", "The private IPv4 address '%s' is already in use", m.PrivateIPv4Address)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // eipAddress makes up a stable public address for an Elastic IP

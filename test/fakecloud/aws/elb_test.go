@@ -456,3 +456,29 @@ func TestSetSubnetsAndIPAddressType(t *testing.T) {
 	_, err = c.elb.SetIpAddressType(ctx, &elbv2.SetIpAddressTypeInput{LoadBalancerArn: awssdk.String("arn:aws:elasticloadbalancing:eu-west-1:123456789012:loadbalancer/net/gone/0123456789abcdef"), IpAddressType: elbtypes.IpAddressTypeIpv4})
 	apiErr(t, err, "LoadBalancerNotFound", http.StatusBadRequest)
 }
+
+// An Elastic IP is one load balancer's at a time (and so is a private
+// address in its subnet): ELBv2 refuses a second with ResourceInUse.
+func TestFixedAddressesAreOneLoadBalancers(t *testing.T) {
+	s, c := start(t)
+	_, subs := network(t, s, "c1")
+	mapping := func(name string, m elbtypes.SubnetMapping, scheme elbtypes.LoadBalancerSchemeEnum) error {
+		_, err := c.elb.CreateLoadBalancer(ctx, &elbv2.CreateLoadBalancerInput{
+			Name: awssdk.String(name), Type: elbtypes.LoadBalancerTypeEnumNetwork, Scheme: scheme,
+			SubnetMappings: []elbtypes.SubnetMapping{m},
+		})
+		return err
+	}
+	eip := elbtypes.SubnetMapping{SubnetId: &subs[0].ID, AllocationId: awssdk.String("eipalloc-0123456789abcdef0")}
+	if err := mapping("first", eip, elbtypes.LoadBalancerSchemeEnumInternetFacing); err != nil {
+		t.Fatal(err)
+	}
+	apiErr(t, mapping("second", eip, elbtypes.LoadBalancerSchemeEnumInternetFacing), "ResourceInUse", http.StatusBadRequest)
+
+	ip := subs[1].CIDRBlock[:strings.LastIndexByte(subs[1].CIDRBlock, '.')] + ".20"
+	private := elbtypes.SubnetMapping{SubnetId: &subs[1].ID, PrivateIPv4Address: &ip}
+	if err := mapping("third", private, elbtypes.LoadBalancerSchemeEnumInternal); err != nil {
+		t.Fatal(err)
+	}
+	apiErr(t, mapping("fourth", private, elbtypes.LoadBalancerSchemeEnumInternal), "ResourceInUse", http.StatusBadRequest)
+}
