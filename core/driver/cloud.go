@@ -23,6 +23,10 @@ type Deps struct {
 	Informers     informers.SharedInformerFactory
 	// Recorder emits events (e.g. on Services) as polyccm.
 	Recorder record.EventRecorder
+	// AdoptUnmarkedLoadBalancers is services.adoptUnmarkedLoadBalancers:
+	// the ownership rule (core/loadbalancers) may adopt a load balancer
+	// nothing marks as another cluster's or Service's.
+	AdoptUnmarkedLoadBalancers bool
 }
 
 // Cloud is what a driver's New returns. Instances is required; the optional

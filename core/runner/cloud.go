@@ -8,6 +8,7 @@ import (
 	"github.com/polyccm/polyccm/core/driver"
 	"github.com/polyccm/polyccm/core/instances"
 	"github.com/polyccm/polyccm/core/lbtargets"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 	"github.com/polyccm/polyccm/core/volumes"
 )
 
@@ -17,7 +18,10 @@ type cloud struct {
 	name      string
 	instances *instances.Instances
 	lb        cloudprovider.LoadBalancer
-	routes    cloudprovider.Routes
+	// progress tells the service controller's events which Services are
+	// only waiting for the cloud (serviceLBController).
+	progress *loadbalancers.Progress
+	routes   cloudprovider.Routes
 	// volumes is core's batched disk lookup for the volume-labels
 	// controller; nil when the driver has no volumes capability.
 	volumes *volumes.Volumes
@@ -32,10 +36,10 @@ func assemble(d driver.Driver, dc driver.Cloud, o instances.Options) (*cloud, er
 	if src == nil {
 		return nil, fmt.Errorf("driver %s returned no instance source", d.Name)
 	}
-	c := &cloud{name: d.Name, instances: instances.New(src, o)}
+	c := &cloud{name: d.Name, instances: instances.New(src, o), progress: loadbalancers.NewProgress()}
 	if lbc, ok := dc.(driver.LoadBalancerCloud); ok {
 		if lb := lbc.LoadBalancer(); lb != nil {
-			c.lb = lbtargets.LeaveOutGone(lb, c.instances)
+			c.lb = c.progress.Track(lbtargets.LeaveOutGone(lb, c.instances))
 		}
 	}
 	if rc, ok := dc.(driver.RouteCloud); ok {

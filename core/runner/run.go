@@ -45,6 +45,7 @@ func Run(ctx context.Context, cfg *config.Config, reg *driver.Registry) error {
 		return err
 	}
 	constructors := maps.Clone(app.DefaultInitFuncConstructors)
+	constructors[names.ServiceLBController] = serviceLBController
 	constructors[servingcsr.ControllerName] = servingCSRController
 	constructors[volumelabels.ControllerName] = volumeLabelsController
 	c, err := opts.Config(app.ControllerNames(constructors), app.ControllersDisabledByDefault.List(),

@@ -27,6 +27,7 @@ import (
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/driver"
 	"github.com/polyccm/polyccm/core/instances"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
 // Name is the driver's name in the config and in build tags.
@@ -168,7 +169,14 @@ func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
 	c := &Cloud{cfg: *cfg, api: deps.API, cluster: deps.ClusterName, deps: deps, base: base,
 		// One client keeps its IMDSv2 session token across reads.
 		metadata: imds.New(imds.Options{Endpoint: cfg.Endpoints.IMDS, Retryer: aws.NopRetryer{}})}
-	c.lbs = &loadBalancers{c: c}
+	c.lbs = &loadBalancers{c: c, own: loadbalancers.NewOwnership(loadbalancers.Options{
+		Cloud:         "AWS",
+		Informers:     deps.Informers,
+		Clients:       deps.ClientBuilder,
+		Recorder:      deps.Recorder,
+		AdoptUnmarked: deps.AdoptUnmarkedLoadBalancers,
+		MarksOf:       c.marksOf,
+	})}
 	c.routes = &routes{c: c}
 	if deps.Informers != nil {
 		// Routes map Nodes to instances; registering before the factory

@@ -25,6 +25,7 @@ import (
 
 	"github.com/polyccm/polyccm/core/annotations"
 	"github.com/polyccm/polyccm/core/cloudapi"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
 // deletePollInterval is how soon a Service whose cloud resources are
@@ -35,7 +36,10 @@ const deletePollInterval = 10 * time.Second
 // Load Balancer per Service: a security group for its source ranges, one
 // target group per port with the nodes' instances on the node port, and a
 // listener per port.
-type loadBalancers struct{ c *Cloud }
+type loadBalancers struct {
+	c   *Cloud
+	own *loadbalancers.Ownership
+}
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 
@@ -124,6 +128,11 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if err := l.invalid(svc, a); err != nil {
 		return nil, err
 	}
+	// Fixed addresses are one NLB's at a time: another Service's are
+	// refused here, naming it, before AWS would refuse them anyway.
+	if err := l.own.CheckAddresses(ctx, svc, AnnEIPAllocations+" or "+AnnPrivateIPv4Addresses, slices.Concat(spec.eips, spec.privateIPs), fixedAddresses); err != nil {
+		return nil, err
+	}
 	cl, err := l.c.client(ctx)
 	if err != nil {
 		return nil, err
@@ -155,7 +164,7 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 		ctx = cloudapi.WithoutCreates(ctx)
 	}
 	if lb != nil {
-		if err := l.checkOwned(ctx, cl, aws.ToString(lb.LoadBalancerArn), spec); err != nil {
+		if _, err := l.checkOwned(ctx, cl, svc, "load balancer", aws.ToString(lb.LoadBalancerArn), spec.name); err != nil {
 			return nil, err
 		}
 	}
@@ -167,11 +176,11 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 			l.c.deps.Recorder.Eventf(svc, v1.EventTypeWarning, "SourceRangesNotEnforced",
 				"load balancer %s was created without security groups, so loadBalancerSourceRanges cannot be enforced on it; restrict the nodes' security groups, or delete and recreate the Service to get an NLB with a managed security group", spec.name)
 		}
-	} else if sg, err = l.ensureSecurityGroup(ctx, cl, vpc, spec); err != nil {
+	} else if sg, err = l.ensureSecurityGroup(ctx, cl, svc, vpc, spec); err != nil {
 		return nil, err
 	}
 	if lb == nil {
-		if lb, err = l.createLB(ctx, cl, spec, subnets, sg); err != nil {
+		if lb, err = l.createLB(ctx, cl, svc, spec, subnets, sg); err != nil {
 			return nil, err
 		}
 	} else if err := l.convergeLB(ctx, cl, lb, spec, subnets, sg); err != nil {
@@ -185,7 +194,7 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if err != nil {
 		return nil, err
 	}
-	tgs, err := l.ensureTargetGroups(ctx, cl, vpc, spec, targets)
+	tgs, err := l.ensureTargetGroups(ctx, cl, svc, vpc, spec, targets)
 	if err != nil {
 		return nil, err
 	}
@@ -202,6 +211,23 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 		}
 	}
 	return lbStatus(lb), nil
+}
+
+// fixedAddresses are the Elastic IP allocations and private addresses a
+// Service's NLB holds: those its annotations ask for, once it has an NLB.
+func fixedAddresses(svc *v1.Service) []string {
+	if len(svc.Status.LoadBalancer.Ingress) == 0 {
+		return nil
+	}
+	var out []string
+	for _, key := range []string{AnnEIPAllocations, AnnPrivateIPv4Addresses} {
+		for _, v := range strings.Split(svc.Annotations[key], ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
 }
 
 // invalid records and returns the problems found so far, if any.
@@ -235,18 +261,52 @@ func (l *loadBalancers) findLB(ctx context.Context, cl *clients, name string) (*
 	return &out.LoadBalancers[0], nil
 }
 
-// checkOwned refuses an NLB with the Service's name that this cluster did
-// not make for this Service: nothing without the cluster tag is touched.
-func (l *loadBalancers) checkOwned(ctx context.Context, cl *clients, arn string, spec *nlbSpec) error {
+// checkOwned applies the ownership rule (core/loadbalancers) to an ELBv2
+// resource named for the Service, from its tags: one this cluster did not
+// make for this Service is refused, and one that carries no cluster tag is
+// adopted only if the operator allowed it, then tagged as its own.
+func (l *loadBalancers) checkOwned(ctx context.Context, cl *clients, svc *v1.Service, kind, arn, name string) (loadbalancers.Verdict, error) {
 	tags, err := l.tags(ctx, cl, arn)
 	if err != nil {
-		return err
+		return loadbalancers.Refused, err
 	}
-	if tags[l.c.clusterTag()] != TagOwned || tags[TagServiceName] != spec.service {
-		return fmt.Errorf("a load balancer named %s exists (%s) but is not tagged %s=owned and %s=%s; polyccm leaves it alone: delete or retag it",
-			spec.name, arn, l.c.clusterTag(), TagServiceName, spec.service)
+	return l.own.Check(ctx, svc, l.resource(kind, arn, name, tags))
+}
+
+// resource is what the ownership rule knows of an AWS resource: its name
+// and its cluster and Service tags.
+func (l *loadBalancers) resource(kind, id, name string, tags map[string]string) loadbalancers.Resource {
+	r := loadbalancers.Resource{
+		Kind: kind, ID: id, Name: name, Marks: true,
+		Service: tags[TagServiceName],
+		UIDMark: loadbalancers.UIDMark(strings.TrimPrefix(name, sgPrefix)),
 	}
-	return nil
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		c, ok := strings.CutPrefix(k, TagClusterPrefix)
+		switch {
+		case !ok:
+		case c == l.c.cluster && tags[k] == TagOwned:
+			r.OurCluster = true
+		case c == l.c.cluster:
+			r.Shared = true
+		case r.OtherCluster == "":
+			r.OtherCluster = c
+		}
+	}
+	return r
+}
+
+// marksOf is what the resources of svc are tagged with, for messages.
+func (c *Cloud) marksOf(svc *v1.Service) string {
+	return fmt.Sprintf("tagged %s=%s and %s=%s", c.clusterTag(), TagOwned, TagServiceName, svc.Namespace+"/"+svc.Name)
+}
+
+func ec2TagMap(tags []ec2types.Tag) map[string]string {
+	m := map[string]string{}
+	for _, t := range tags {
+		m[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	return m
 }
 
 func (l *loadBalancers) tags(ctx context.Context, cl *clients, arn string) (map[string]string, error) {
@@ -387,11 +447,14 @@ func (l *loadBalancers) describeSubnets(ctx context.Context, cl *clients, filter
 	}
 }
 
-func sgName(spec *nlbSpec) string { return "k8s-elb-" + spec.name }
+// sgPrefix starts the name of the NLB's security group.
+const sgPrefix = "k8s-elb-"
+
+func sgName(spec *nlbSpec) string { return sgPrefix + spec.name }
 
 // ensureSecurityGroup makes the NLB's security group and gives it exactly
 // the ingress the listeners and source ranges need.
-func (l *loadBalancers) ensureSecurityGroup(ctx context.Context, cl *clients, vpc string, spec *nlbSpec) (string, error) {
+func (l *loadBalancers) ensureSecurityGroup(ctx context.Context, cl *clients, svc *v1.Service, vpc string, spec *nlbSpec) (string, error) {
 	sg, err := l.findSecurityGroup(ctx, cl, vpc, sgName(spec))
 	if err != nil {
 		return "", err
@@ -417,10 +480,18 @@ func (l *loadBalancers) ensureSecurityGroup(ctx context.Context, cl *clients, vp
 			return "", fmt.Errorf("security group %s was created but is not listed yet", sgName(spec))
 		}
 	}
-	if !l.c.ec2Tagged(sg.Tags) {
-		return "", fmt.Errorf("security group %s (%s) is not tagged %s; polyccm leaves it alone: delete or retag it", sgName(spec), aws.ToString(sg.GroupId), l.c.clusterTag())
-	}
 	id := aws.ToString(sg.GroupId)
+	v, err := l.own.Check(ctx, svc, l.resource("security group", id, sgName(spec), ec2TagMap(sg.Tags)))
+	if err != nil {
+		return "", err
+	}
+	if v == loadbalancers.Adopted {
+		if _, err := cloudapi.Call(ctx, l.c.api, "ec2.CreateTags", func(ctx context.Context) (*ec2.CreateTagsOutput, error) {
+			return cl.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: ec2Tags(spec.tags)})
+		}); err != nil {
+			return "", err
+		}
+	}
 	want := wantedIngress(spec)
 	have := map[ingressRule]bool{}
 	for _, p := range sg.IpPermissions {
@@ -568,7 +639,7 @@ func ipAddressType(spec *nlbSpec) elbtypes.IpAddressType {
 
 // createLB creates the NLB. CreateLoadBalancer is idempotent by name in
 // ELBv2; if a retry meets the NLB a lost answer made, it is found again.
-func (l *loadBalancers) createLB(ctx context.Context, cl *clients, spec *nlbSpec, subnets []subnet, sg string) (*elbtypes.LoadBalancer, error) {
+func (l *loadBalancers) createLB(ctx context.Context, cl *clients, svc *v1.Service, spec *nlbSpec, subnets []subnet, sg string) (*elbtypes.LoadBalancer, error) {
 	in := &elbv2.CreateLoadBalancerInput{
 		Name:           aws.String(spec.name),
 		Type:           elbtypes.LoadBalancerTypeEnumNetwork,
@@ -603,7 +674,8 @@ func (l *loadBalancers) createLB(ctx context.Context, cl *clients, spec *nlbSpec
 	if cloudapi.KindOf(err) == cloudapi.KindExists {
 		lb, ferr := l.findLB(ctx, cl, spec.name)
 		if ferr == nil && lb != nil {
-			return lb, l.checkOwned(ctx, cl, aws.ToString(lb.LoadBalancerArn), spec)
+			_, err := l.checkOwned(ctx, cl, svc, "load balancer", aws.ToString(lb.LoadBalancerArn), spec.name)
+			return lb, err
 		}
 	}
 	if err != nil {
@@ -718,7 +790,7 @@ func (l *loadBalancers) attachedTargetGroups(ctx context.Context, cl *clients, l
 
 // ensureTargetGroups makes one target group per listener, with the right
 // health check, attributes and targets; it returns their ARNs by name.
-func (l *loadBalancers) ensureTargetGroups(ctx context.Context, cl *clients, vpc string, spec *nlbSpec, targets []string) (map[string]string, error) {
+func (l *loadBalancers) ensureTargetGroups(ctx context.Context, cl *clients, svc *v1.Service, vpc string, spec *nlbSpec, targets []string) (map[string]string, error) {
 	arns := map[string]string{}
 	for _, ls := range spec.listeners {
 		tg, err := l.findTargetGroup(ctx, cl, ls.tg.name)
@@ -729,8 +801,12 @@ func (l *loadBalancers) ensureTargetGroups(ctx context.Context, cl *clients, vpc
 			if tg, err = l.createTargetGroup(ctx, cl, vpc, spec, ls.tg); err != nil {
 				return nil, err
 			}
-		} else if err := l.checkOwned(ctx, cl, aws.ToString(tg.TargetGroupArn), spec); err != nil {
+		} else if v, err := l.checkOwned(ctx, cl, svc, "target group", aws.ToString(tg.TargetGroupArn), ls.tg.name); err != nil {
 			return nil, err
+		} else if v == loadbalancers.Adopted {
+			if err := l.ensureTags(ctx, cl, aws.ToString(tg.TargetGroupArn), spec.tags); err != nil {
+				return nil, err
+			}
 		}
 		arn := aws.ToString(tg.TargetGroupArn)
 		if !sameHealthCheck(tg, spec.healthCheck) {
@@ -1012,11 +1088,15 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 	}
 	if lb != nil {
 		arn := aws.ToString(lb.LoadBalancerArn)
-		if err := l.checkOwned(ctx, cl, arn, spec); cloudapi.KindOf(err) != cloudapi.KindUnknown {
+		tags, err := l.tags(ctx, cl, arn)
+		if err != nil {
 			return err // the tags could not be read: ownership unknown
-		} else if err != nil {
-			klog.ErrorS(err, "Not deleting a load balancer this cluster does not own", "service", klog.KObj(svc))
-		} else {
+		}
+		ok, err := l.own.CheckDelete(ctx, svc, l.resource("load balancer", arn, spec.name, tags))
+		if err != nil {
+			return err
+		}
+		if ok {
 			_, err := cloudapi.Call(ctx, l.c.api, "elbv2.DeleteLoadBalancer", func(ctx context.Context) (*elbv2.DeleteLoadBalancerOutput, error) {
 				return cl.elb.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: aws.String(arn)})
 			})
@@ -1037,9 +1117,8 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 	if err != nil || sg == nil {
 		return err
 	}
-	if !l.c.ec2Tagged(sg.Tags) {
-		klog.InfoS("Not deleting a security group without the cluster tag", "service", klog.KObj(svc), "group", aws.ToString(sg.GroupId))
-		return nil
+	if ok, err := l.own.CheckDelete(ctx, svc, l.resource("security group", aws.ToString(sg.GroupId), sgName(spec), ec2TagMap(sg.Tags))); err != nil || !ok {
+		return err
 	}
 	_, err = cloudapi.Call(ctx, l.c.api, "ec2.DeleteSecurityGroup", func(ctx context.Context) (*ec2.DeleteSecurityGroupOutput, error) {
 		return cl.ec2.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: sg.GroupId})
@@ -1080,7 +1159,8 @@ func (l *loadBalancers) serviceTargetGroups(ctx context.Context, cl *clients, sv
 	prefix := tgName(svc, 0, "", 0)
 	prefix = prefix[:strings.LastIndexByte(prefix, '-')+1]
 	in := &elbv2.DescribeTargetGroupsInput{PageSize: aws.Int32(400)}
-	var candidates []string
+	type candidate struct{ arn, name string }
+	var candidates []candidate
 	for {
 		out, err := cloudapi.Call(ctx, l.c.api, "elbv2.DescribeTargetGroups", func(ctx context.Context) (*elbv2.DescribeTargetGroupsOutput, error) {
 			return cl.elb.DescribeTargetGroups(ctx, in)
@@ -1090,7 +1170,7 @@ func (l *loadBalancers) serviceTargetGroups(ctx context.Context, cl *clients, sv
 		}
 		for _, tg := range out.TargetGroups {
 			if strings.HasPrefix(aws.ToString(tg.TargetGroupName), prefix) {
-				candidates = append(candidates, aws.ToString(tg.TargetGroupArn))
+				candidates = append(candidates, candidate{aws.ToString(tg.TargetGroupArn), aws.ToString(tg.TargetGroupName)})
 			}
 		}
 		if aws.ToString(out.NextMarker) == "" {
@@ -1099,15 +1179,16 @@ func (l *loadBalancers) serviceTargetGroups(ctx context.Context, cl *clients, sv
 		in.Marker = out.NextMarker
 	}
 	var owned []string
-	for _, arn := range candidates {
-		err := l.checkOwned(ctx, cl, arn, spec)
-		switch {
-		case err == nil:
-			owned = append(owned, arn)
-		case cloudapi.KindOf(err) != cloudapi.KindUnknown:
-			return nil, err // the tags could not be read
+	for _, c := range candidates {
+		tags, err := l.tags(ctx, cl, c.arn)
+		if err != nil {
+			return nil, err // ownership unknown
 		}
-		// Otherwise: same prefix, another Service or cluster: not ours.
+		// Only tags can prove a target group the Service's; another
+		// Service's or cluster's with the same prefix is left alone.
+		if r := l.resource("target group", c.arn, c.name, tags); r.OurCluster && r.Service == spec.service {
+			owned = append(owned, c.arn)
+		}
 	}
 	return owned, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/driver"
 	"github.com/polyccm/polyccm/core/instances"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 	"github.com/polyccm/polyccm/core/version"
 )
 
@@ -108,7 +109,17 @@ func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
 		return nil, fmt.Errorf("digitalocean: drivers.digitalocean.apiURL: %w", err)
 	}
 	c := &Cloud{client: client, api: deps.API, cfg: *cfg}
-	c.lbs = &loadBalancers{c: c, deps: deps, cluster: deps.ClusterName}
+	c.lbs = &loadBalancers{c: c, deps: deps, cluster: deps.ClusterName, own: loadbalancers.NewOwnership(loadbalancers.Options{
+		Cloud:         "DigitalOcean",
+		Informers:     deps.Informers,
+		Clients:       deps.ClientBuilder,
+		Recorder:      deps.Recorder,
+		AdoptUnmarked: deps.AdoptUnmarkedLoadBalancers,
+		// The API does not return a load balancer's tags, so its owner is
+		// recorded on the Service.
+		Records: true,
+		Asks:    asks,
+	})}
 	return c, nil
 }
 

@@ -18,12 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	cloudprovider "k8s.io/cloud-provider"
-	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
 
 	"github.com/polyccm/polyccm/core/annotations"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/driver"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
 // activePollInterval is how soon a Service whose LB is still being built
@@ -38,6 +38,7 @@ type loadBalancers struct {
 	kubeMu  sync.Mutex
 	kube    kubernetes.Interface
 	cluster string
+	own     *loadbalancers.Ownership
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
@@ -69,12 +70,13 @@ func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, svc *v1
 // GetLoadBalancer reports the LB; exists is false only when it is
 // definitively not there.
 func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
-	lb, err := l.find(ctx, svc)
-	if err != nil {
+	lb, res, err := l.find(ctx, svc)
+	if err != nil || lb == nil {
 		return nil, false, err
 	}
-	if lb == nil {
-		return nil, false, nil
+	// Another's load balancer is not this Service's to report or delete.
+	if owns, err := l.own.Owns(ctx, svc, res); err != nil || !owns {
+		return nil, false, err
 	}
 	return status(svc, lb), true, nil
 }
@@ -130,7 +132,7 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 		return nil, err
 	}
 
-	lb, err := l.find(ctx, svc)
+	lb, res, err := l.find(ctx, svc)
 	if err != nil {
 		return nil, err
 	}
@@ -138,17 +140,28 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 		return nil, nil
 	}
 	if lb == nil {
-		lb, err = l.create(ctx, svc, req)
-		if err != nil {
+		// The name is recorded first, so that if the create's outcome is
+		// unknown the next pass knows the load balancer by that name as
+		// this Service's own. A name derived from the UID says so itself.
+		if loadbalancers.UIDMark(req.Name) == "" {
+			if err := l.own.Record(ctx, svc, loadbalancers.Resource{Kind: "load balancer", Name: req.Name}); err != nil {
+				return nil, err
+			}
+		}
+		if lb, err = l.create(ctx, svc, req); err != nil {
 			return nil, err
 		}
+		res = resource(lb, "")
+	}
+	if _, err := l.own.Check(ctx, svc, res); err != nil {
+		return nil, err
 	}
 	if err := l.recordID(ctx, svc, lb.ID); err != nil {
 		return nil, err
 	}
 	if lb.Status == "new" {
 		// DigitalOcean refuses changes until the LB is built.
-		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s (%s) is being created; checking again in %s", lb.Name, lb.ID, activePollInterval), activePollInterval)
+		return nil, loadbalancers.Pending(activePollInterval, "load balancer %s (%s) is being created; checking again in %s", lb.Name, lb.ID, activePollInterval)
 	}
 	if lb.Status == "errored" {
 		return nil, fmt.Errorf("load balancer %s (%s) is in state errored at DigitalOcean; check it in the control panel (doctl compute load-balancer get %s)", lb.Name, lb.ID, lb.ID)
@@ -163,19 +176,23 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 		}
 	}
 	if lb.Status != "active" || lb.IP == "" {
-		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s (%s) is %s; checking again in %s", lb.Name, lb.ID, lb.Status, activePollInterval), activePollInterval)
+		return nil, loadbalancers.Pending(activePollInterval, "load balancer %s (%s) is %s; checking again in %s", lb.Name, lb.ID, lb.Status, activePollInterval)
 	}
 	return status(svc, lb), nil
 }
 
-// disowned leaves the LB untouched and reports what exists.
+// disowned leaves the LB untouched and reports what exists, if it is the
+// Service's: a Service must not publish another's address by disowning it.
 func (l *loadBalancers) disowned(ctx context.Context, svc *v1.Service) (*v1.LoadBalancerStatus, error) {
-	lb, err := l.find(ctx, svc)
+	lb, res, err := l.find(ctx, svc)
 	if err != nil {
 		return nil, err
 	}
 	if lb == nil {
 		return &v1.LoadBalancerStatus{}, nil
+	}
+	if _, err := l.own.Verify(ctx, svc, res); err != nil {
+		return nil, err
 	}
 	return status(svc, lb), nil
 }
@@ -194,12 +211,17 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 		klog.InfoS("Not deleting a disowned load balancer", "service", klog.KObj(svc))
 		return nil
 	}
-	lb, err := l.find(ctx, svc)
+	lb, res, err := l.find(ctx, svc)
 	if err != nil {
 		return err
 	}
 	if lb == nil {
 		return nil
+	}
+	// Another's load balancer stays (with an event saying why); the
+	// Service may go.
+	if ok, err := l.own.CheckDelete(ctx, svc, res); err != nil || !ok {
+		return err
 	}
 	err = l.c.api.Do(ctx, "load_balancers.delete", func(ctx context.Context) error {
 		_, err := l.c.client.LoadBalancers.Delete(ctx, lb.ID)
@@ -212,9 +234,11 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 	return nil
 }
 
-// find returns the Service's LB: by the ID recorded on the Service, else
-// by name. (nil, nil) means definitively none.
-func (l *loadBalancers) find(ctx context.Context, svc *v1.Service) (*godo.LoadBalancer, error) {
+// find returns the LB the Service asks for, by the ID recorded on the
+// Service, else by name, with what the ownership rule needs to know of it.
+// (nil, _, nil) means definitively none. Finding is not owning: the
+// caller checks the Resource with l.own before using it.
+func (l *loadBalancers) find(ctx context.Context, svc *v1.Service) (*godo.LoadBalancer, loadbalancers.Resource, error) {
 	if id := svc.Annotations[AnnLoadBalancerID]; id != "" {
 		var lb *godo.LoadBalancer
 		err := l.c.api.Do(ctx, "load_balancers.get", func(ctx context.Context) error {
@@ -223,17 +247,17 @@ func (l *loadBalancers) find(ctx context.Context, svc *v1.Service) (*godo.LoadBa
 			return err
 		})
 		if err == nil {
-			return lb, nil
+			return lb, resource(lb, "the annotation "+AnnLoadBalancerID), nil
 		}
 		if !cloudapi.IsNotFound(err) {
-			return nil, err
+			return nil, loadbalancers.Resource{}, err
 		}
 		// The recorded LB is gone: look for one by name before concluding.
 	}
 	name := lbName(svc)
 	all, err := l.list(ctx)
 	if err != nil {
-		return nil, err
+		return nil, loadbalancers.Resource{}, err
 	}
 	var match []godo.LoadBalancer
 	for _, lb := range all {
@@ -243,16 +267,46 @@ func (l *loadBalancers) find(ctx context.Context, svc *v1.Service) (*godo.LoadBa
 	}
 	switch len(match) {
 	case 0:
-		return nil, nil
+		return nil, loadbalancers.Resource{}, nil
 	case 1:
-		return &match[0], nil
+		via := ""
+		if name != loadbalancers.DefaultName(svc) {
+			via = "the annotation " + AnnName
+		}
+		return &match[0], resource(&match[0], via), nil
 	}
 	ids := make([]string, len(match))
 	for i, m := range match {
 		ids[i] = m.ID
 	}
-	return nil, fmt.Errorf("%d load balancers are named %s (%s); set the annotation %s on Service %s/%s to the one it owns",
+	return nil, loadbalancers.Resource{}, fmt.Errorf("%d load balancers are named %s (%s); set the annotation %s on Service %s/%s to the one it owns",
 		len(match), name, strings.Join(ids, ", "), AnnLoadBalancerID, svc.Namespace, svc.Name)
+}
+
+// resource is what the ownership rule knows of a DigitalOcean LB: its
+// name (derived from a Service's UID, or not) and addresses. The API does
+// not return its tags, so it shows no cluster mark.
+func resource(lb *godo.LoadBalancer, via string) loadbalancers.Resource {
+	return loadbalancers.Resource{
+		Kind:      "load balancer",
+		ID:        lb.ID,
+		Name:      lb.Name,
+		Addresses: []string{lb.IP, lb.IPv6},
+		UIDMark:   loadbalancers.UIDMark(lb.Name),
+		Via:       via,
+	}
+}
+
+// asks says which annotation of svc, if any, names r: the Services that
+// ask for a load balancer, for the ownership rule.
+func asks(svc *v1.Service, r loadbalancers.Resource) string {
+	switch {
+	case r.ID != "" && svc.Annotations[AnnLoadBalancerID] == r.ID:
+		return "the annotation " + AnnLoadBalancerID
+	case r.Name != "" && strings.TrimSpace(svc.Annotations[AnnName]) == r.Name:
+		return "the annotation " + AnnName
+	}
+	return ""
 }
 
 func (l *loadBalancers) list(ctx context.Context) ([]godo.LoadBalancer, error) {

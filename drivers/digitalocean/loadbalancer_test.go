@@ -67,6 +67,12 @@ type lbEnv struct {
 type lbOpt func(*digitalocean.Config)
 
 func newLBEnv(t *testing.T, opts ...lbOpt) *lbEnv {
+	return newLBEnvAdopting(t, false, opts...)
+}
+
+// newLBEnvAdopting is newLBEnv with services.adoptUnmarkedLoadBalancers
+// set to adopt.
+func newLBEnvAdopting(t *testing.T, adopt bool, opts ...lbOpt) *lbEnv {
 	t.Helper()
 	f := fake.New(lbToken)
 	if err := f.Start(); err != nil {
@@ -96,6 +102,8 @@ func newLBEnv(t *testing.T, opts ...lbOpt) *lbEnv {
 		ClusterName:   "unit test",
 		ClientBuilder: lbClients{kube: e.kube},
 		Recorder:      e.rec,
+
+		AdoptUnmarkedLoadBalancers: adopt,
 	})
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -418,7 +426,9 @@ func TestEnsureStatusForms(t *testing.T) {
 }
 
 func TestFindByIDAnnotation(t *testing.T) {
-	e := newLBEnv(t)
+	// An LB nothing marks is taken over only when the operator allows it
+	// (TestUnmarkedLoadBalancerIsNotAdopted is the default).
+	e := newLBEnvAdopting(t, true)
 	// An LB with another name: found by the ID on the Service alone.
 	lb := e.fake.AddLoadBalancer(fake.LoadBalancer{Name: "adopted", Region: lbRegion})
 	svc := e.service(map[string]string{digitalocean.AnnLoadBalancerID: lb.ID})

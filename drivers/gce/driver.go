@@ -31,6 +31,7 @@ import (
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/driver"
 	"github.com/polyccm/polyccm/core/instances"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 	"github.com/polyccm/polyccm/core/version"
 )
 
@@ -141,7 +142,13 @@ func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
 		return nil, fmt.Errorf("gce: config is %T, want *gce.Config", cfgAny)
 	}
 	c := &Cloud{cfg: *cfg, api: deps.API, deps: deps, prefix: NamePrefix(deps.ClusterName)}
-	c.lbs = &loadBalancers{c: c}
+	c.lbs = &loadBalancers{c: c, own: loadbalancers.NewOwnership(loadbalancers.Options{
+		Cloud:         "GCE",
+		Informers:     deps.Informers,
+		Clients:       deps.ClientBuilder,
+		Recorder:      deps.Recorder,
+		AdoptUnmarked: deps.AdoptUnmarkedLoadBalancers,
+	})}
 	c.routes = &routes{c: c}
 	if deps.Informers != nil {
 		nodes := deps.Informers.Core().V1().Nodes()

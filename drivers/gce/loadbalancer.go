@@ -2,6 +2,7 @@ package gce
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -20,6 +21,7 @@ import (
 	"github.com/polyccm/polyccm/core/annotations"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/lbtargets"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
 // targetPoolChunk is how many instances one addInstance/removeInstance
@@ -33,7 +35,10 @@ const targetPoolInsertLimit = 200
 // loadBalancers implements cloudprovider.LoadBalancer with GCE passthrough
 // load balancers. Every resource is named with the cluster prefix, and
 // only such resources are changed or deleted.
-type loadBalancers struct{ c *Cloud }
+type loadBalancers struct {
+	c   *Cloud
+	own *loadbalancers.Ownership
+}
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
 
@@ -155,6 +160,16 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	fr, err := l.getForwardingRule(ctx, cl, env, spec.base)
 	if err != nil {
 		return nil, err
+	}
+	if fr != nil {
+		if _, err := l.own.Check(ctx, svc, l.resource(fr.GetName(), fr.GetDescription(), fr.GetIPAddress())); err != nil {
+			return nil, err
+		}
+	}
+	if spec.ip != "" {
+		if err := l.checkAddress(ctx, cl, env, svc, spec, fr); err != nil {
+			return nil, err
+		}
 	}
 	switched := fr == nil || !strings.EqualFold(fr.GetLoadBalancingScheme(), spec.scheme())
 	// The cluster's instance groups are shared by its internal load
@@ -292,6 +307,50 @@ func (l *loadBalancers) ensureExternal(ctx context.Context, cl *clients, env *en
 
 func description(spec *lbSpec) string {
 	return fmt.Sprintf(`{"kubernetes.io/service-name":%q,"managed-by":"polyccm"}`, spec.service)
+}
+
+// resource is what the ownership rule knows of one of the Service's
+// resources, found by the name polyccm derives from the cluster and the
+// Service UID: the cluster prefix is this cluster's mark, and the
+// description names the Service.
+func (l *loadBalancers) resource(name, desc, ip string) loadbalancers.Resource {
+	var d map[string]string
+	_ = json.Unmarshal([]byte(desc), &d) // another tool's description names no Service
+	return loadbalancers.Resource{
+		Kind: "forwarding rule", ID: name, Name: name, Addresses: []string{ip},
+		Marks: true, OurCluster: strings.HasPrefix(name, l.c.prefix),
+		Service: d["kubernetes.io/service-name"],
+		UIDMark: loadbalancers.UIDMark(strings.TrimPrefix(name, l.c.prefix)),
+	}
+}
+
+// checkAddress refuses spec.loadBalancerIP when another Service's load
+// balancer has that address (its status shows it), or when the reserved
+// address is used by forwarding rules that are not this Service's (another
+// cluster's, or made by hand): GCE lets rules on different ports share a
+// static address, so the Service would serve on someone else's address.
+func (l *loadBalancers) checkAddress(ctx context.Context, cl *clients, env *environment, svc *v1.Service, spec *lbSpec, cur *computepb.ForwardingRule) error {
+	if err := l.own.CheckAddresses(ctx, svc, "spec.loadBalancerIP", []string{spec.ip}, loadbalancers.StatusAddresses); err != nil {
+		return err
+	}
+	if cur != nil && cur.GetIPAddress() == spec.ip {
+		return nil // already the rule's own
+	}
+	addrs, err := pages(ctx, l.c, "addresses.list", func(ctx context.Context, token string) ([]*computepb.Address, string, error) {
+		it := cl.addresses.List(ctx, &computepb.ListAddressesRequest{Project: env.project, Region: env.region, Filter: ptr(fmt.Sprintf("address = %q", spec.ip))})
+		return nextPage[*computepb.Address](it, token)
+	})
+	if err != nil {
+		return err
+	}
+	for _, a := range addrs {
+		for _, u := range a.GetUsers() {
+			if name := lastSegment(u); name != spec.base {
+				return l.own.Refuse(svc, "GCE address "+spec.ip, fmt.Sprintf("the reserved address %s is used by forwarding rule %s, which is not this Service's", a.GetName(), name), "change spec.loadBalancerIP to an address no other load balancer uses")
+			}
+		}
+	}
+	return nil
 }
 
 // ensureHTTPHealthCheck keeps the legacy HTTP health check a target pool
@@ -752,7 +811,19 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 	if err != nil {
 		return err
 	}
-	d := l.deleter(cl, env, l.c.lbName(svc))
+	base := l.c.lbName(svc)
+	fr, err := l.getForwardingRule(ctx, cl, env, base)
+	if err != nil {
+		return err
+	}
+	if fr != nil {
+		// A rule another Service's marks name stays, with what shares
+		// its name.
+		if ok, err := l.own.CheckDelete(ctx, svc, l.resource(fr.GetName(), fr.GetDescription(), fr.GetIPAddress())); err != nil || !ok {
+			return err
+		}
+	}
+	d := l.deleter(cl, env, base)
 	steps := []func(context.Context) error{d.forwardingRule, d.targetPool, d.backendService, d.regionHealthCheck, d.firewalls, d.httpHealthCheck}
 	if err := runSteps(ctx, steps); err != nil {
 		l.recordOperationError(svc, err)

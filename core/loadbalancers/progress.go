@@ -1,0 +1,144 @@
+package loadbalancers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/api"
+)
+
+// ReasonPending is the Normal event reason of a load balancer the cloud
+// is still building, as the upstream controller's own "Ensuring load
+// balancer" event.
+const ReasonPending = "EnsuringLoadBalancer"
+
+// upstreamFailure is the reason the upstream service controller gives
+// every error of EnsureLoadBalancer, a wait included.
+const upstreamFailure = "SyncLoadBalancerFailed"
+
+// PendingError is what a driver returns while the cloud is still building
+// a Service's load balancer: it is an *api.RetryError, so the service
+// controller comes back after its delay with the worker freed meanwhile,
+// and it is progress, not a failure (see Progress).
+type PendingError struct{ *api.RetryError }
+
+func (e *PendingError) Unwrap() error { return e.RetryError }
+
+// Pending returns a PendingError: the load balancer is being built; look
+// again after the delay.
+func Pending(after time.Duration, format string, args ...any) error {
+	return &PendingError{RetryError: api.NewRetryError(fmt.Sprintf(format, args...), after)}
+}
+
+// Progress keeps the upstream service controller from reporting a load
+// balancer that is still being built as a failure. The controller turns
+// every error of EnsureLoadBalancer, its retry requests included, into a
+// Warning "SyncLoadBalancerFailed" event; Track notes which Services are
+// only waiting, and the event client from Events reports those as Normal
+// events saying what is being waited for.
+type Progress struct {
+	mu      sync.Mutex
+	pending map[types.UID]string // Service -> the wait's message
+}
+
+// NewProgress returns an empty Progress.
+func NewProgress() *Progress { return &Progress{pending: map[types.UID]string{}} }
+
+// Track wraps lb: waits of EnsureLoadBalancer are noted for the event
+// client, and a wait in UpdateLoadBalancer is no failure at all, since the
+// EnsureLoadBalancer that is coming back takes in the nodes then.
+func (p *Progress) Track(lb cloudprovider.LoadBalancer) cloudprovider.LoadBalancer {
+	return &tracked{LoadBalancer: lb, p: p}
+}
+
+type tracked struct {
+	cloudprovider.LoadBalancer
+	p *Progress
+}
+
+func (t *tracked) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	st, err := t.LoadBalancer.EnsureLoadBalancer(ctx, cluster, svc, nodes)
+	t.p.note(svc.UID, err)
+	return st, err
+}
+
+func (t *tracked) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) error {
+	err := t.LoadBalancer.UpdateLoadBalancer(ctx, cluster, svc, nodes)
+	if pe := (*PendingError)(nil); errors.As(err, &pe) {
+		return nil
+	}
+	return err
+}
+
+func (p *Progress) note(uid types.UID, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pe := (*PendingError)(nil); errors.As(err, &pe) {
+		p.pending[uid] = pe.Error()
+		return
+	}
+	delete(p.pending, uid)
+}
+
+// rewrite turns the controller's failure event for a Service that is only
+// waiting into a Normal event with the wait's message.
+func (p *Progress) rewrite(ev *v1.Event) *v1.Event {
+	if ev == nil || ev.Type != v1.EventTypeWarning || ev.Reason != upstreamFailure || ev.InvolvedObject.Kind != "Service" {
+		return ev
+	}
+	p.mu.Lock()
+	msg, ok := p.pending[ev.InvolvedObject.UID]
+	p.mu.Unlock()
+	if !ok || !strings.HasSuffix(ev.Message, msg) {
+		return ev
+	}
+	out := ev.DeepCopy()
+	out.Type, out.Reason, out.Message = v1.EventTypeNormal, ReasonPending, msg
+	return out
+}
+
+// Events wraps the service controller's client so that its events go
+// through rewrite; everything else passes through.
+func (p *Progress) Events(kube kubernetes.Interface) kubernetes.Interface {
+	return progressClient{Interface: kube, p: p}
+}
+
+type progressClient struct {
+	kubernetes.Interface
+	p *Progress
+}
+
+func (c progressClient) CoreV1() corev1client.CoreV1Interface {
+	return progressCore{CoreV1Interface: c.Interface.CoreV1(), p: c.p}
+}
+
+type progressCore struct {
+	corev1client.CoreV1Interface
+	p *Progress
+}
+
+func (c progressCore) Events(namespace string) corev1client.EventInterface {
+	return progressEvents{EventInterface: c.CoreV1Interface.Events(namespace), p: c.p}
+}
+
+type progressEvents struct {
+	corev1client.EventInterface
+	p *Progress
+}
+
+func (e progressEvents) CreateWithEventNamespace(ev *v1.Event) (*v1.Event, error) {
+	return e.EventInterface.CreateWithEventNamespace(e.p.rewrite(ev))
+}
+
+func (e progressEvents) UpdateWithEventNamespace(ev *v1.Event) (*v1.Event, error) {
+	return e.EventInterface.UpdateWithEventNamespace(e.p.rewrite(ev))
+}
