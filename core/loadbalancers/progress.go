@@ -2,6 +2,7 @@ package loadbalancers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -141,4 +142,22 @@ func (e progressEvents) CreateWithEventNamespace(ev *v1.Event) (*v1.Event, error
 
 func (e progressEvents) UpdateWithEventNamespace(ev *v1.Event) (*v1.Event, error) {
 	return e.EventInterface.UpdateWithEventNamespace(e.p.rewrite(ev))
+}
+
+// PatchWithEventNamespace counts a repeat of an event. The recorder's
+// patch carries the message again, which for a rewritten event must stay
+// the wait's message.
+func (e progressEvents) PatchWithEventNamespace(ev *v1.Event, data []byte) (*v1.Event, error) {
+	if out := e.p.rewrite(ev); out != ev {
+		var patch map[string]any
+		if err := json.Unmarshal(data, &patch); err == nil {
+			if _, ok := patch["message"]; ok {
+				patch["message"] = out.Message
+				if b, err := json.Marshal(patch); err == nil {
+					data = b
+				}
+			}
+		}
+	}
+	return e.EventInterface.PatchWithEventNamespace(ev, data)
 }

@@ -3,12 +3,16 @@ package loadbalancers_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	v1core "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
 
@@ -82,5 +86,45 @@ func TestPendingIsProgressNotFailure(t *testing.T) {
 	}
 	if err := lb.UpdateLoadBalancer(context.Background(), "k", svc, nil); err != broken {
 		t.Errorf("Update = %v, want the failure", err)
+	}
+}
+
+// Through the recorder the upstream service controller uses: the wait is
+// recorded as it repeats, first created and then counted by a patch, and
+// stays a Normal event with the wait's message.
+func TestPendingThroughTheRecorder(t *testing.T) {
+	svc := service("shop", "web", uidA, nil, "")
+	p := loadbalancers.NewProgress()
+	kube := k8sfake.NewClientset()
+	b := record.NewBroadcaster(record.WithContext(context.Background()))
+	defer b.Shutdown()
+	rec := b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "service-controller"})
+	b.StartRecordingToSink(&v1core.EventSinkImpl{Interface: p.Events(kube).CoreV1().Events("")})
+
+	pending := loadbalancers.Pending(5*time.Second, "load balancer %s is being created", "lb-1")
+	lb := p.Track(stubLB{err: pending})
+	var list *v1.EventList
+	for i := 1; i <= 3; i++ {
+		_, err := lb.EnsureLoadBalancer(context.Background(), "k", svc, nil)
+		// As k8s.io/cloud-provider/controllers/service records it.
+		rec.Eventf(svc, v1.EventTypeWarning, "SyncLoadBalancerFailed", "Error syncing load balancer: %v", fmt.Errorf("failed to ensure load balancer: %w", err))
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			var err error
+			if list, err = kube.CoreV1().Events("shop").List(context.Background(), metav1.ListOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if len(list.Items) == 1 && list.Items[0].Count == int32(i) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if len(list.Items) != 1 {
+		t.Fatalf("%d events, want 1: %+v", len(list.Items), list.Items)
+	}
+	ev := list.Items[0]
+	if ev.Type != v1.EventTypeNormal || ev.Reason != loadbalancers.ReasonPending || ev.Message != pending.Error() || ev.Count != 3 {
+		t.Errorf("event %s %s %q count %d, want Normal %s %q count 3", ev.Type, ev.Reason, ev.Message, ev.Count, loadbalancers.ReasonPending, pending.Error())
 	}
 }
