@@ -19,8 +19,11 @@ import (
 
 // ReasonPending is the Normal event reason of a load balancer the cloud
 // is still building, as the upstream controller's own "Ensuring load
-// balancer" event.
-const ReasonPending = "EnsuringLoadBalancer"
+// balancer" event; ReasonPendingDelete, of one still being taken apart.
+const (
+	ReasonPending       = "EnsuringLoadBalancer"
+	ReasonPendingDelete = "DeletingLoadBalancer"
+)
 
 // upstreamFailure is the reason the upstream service controller gives
 // every error of EnsureLoadBalancer, a wait included.
@@ -48,11 +51,15 @@ func Pending(after time.Duration, format string, args ...any) error {
 // events saying what is being waited for.
 type Progress struct {
 	mu      sync.Mutex
-	pending map[types.UID]string // Service -> the wait's message
+	pending map[types.UID]wait // Service -> what it waits for
 }
 
+// wait is one Service's wait: its message, and the reason to report it
+// under.
+type wait struct{ msg, reason string }
+
 // NewProgress returns an empty Progress.
-func NewProgress() *Progress { return &Progress{pending: map[types.UID]string{}} }
+func NewProgress() *Progress { return &Progress{pending: map[types.UID]wait{}} }
 
 // Track wraps lb: waits of EnsureLoadBalancer are noted for the event
 // client, and a wait in UpdateLoadBalancer is no failure at all, since the
@@ -68,8 +75,14 @@ type tracked struct {
 
 func (t *tracked) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	st, err := t.LoadBalancer.EnsureLoadBalancer(ctx, cluster, svc, nodes)
-	t.p.note(svc.UID, err)
+	t.p.note(svc.UID, err, ReasonPending)
 	return st, err
+}
+
+func (t *tracked) EnsureLoadBalancerDeleted(ctx context.Context, cluster string, svc *v1.Service) error {
+	err := t.LoadBalancer.EnsureLoadBalancerDeleted(ctx, cluster, svc)
+	t.p.note(svc.UID, err, ReasonPendingDelete)
+	return err
 }
 
 func (t *tracked) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) error {
@@ -80,11 +93,11 @@ func (t *tracked) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v
 	return err
 }
 
-func (p *Progress) note(uid types.UID, err error) {
+func (p *Progress) note(uid types.UID, err error, reason string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if pe := (*PendingError)(nil); errors.As(err, &pe) {
-		p.pending[uid] = pe.Error()
+		p.pending[uid] = wait{msg: pe.Error(), reason: reason}
 		return
 	}
 	delete(p.pending, uid)
@@ -97,13 +110,13 @@ func (p *Progress) rewrite(ev *v1.Event) *v1.Event {
 		return ev
 	}
 	p.mu.Lock()
-	msg, ok := p.pending[ev.InvolvedObject.UID]
+	w, ok := p.pending[ev.InvolvedObject.UID]
 	p.mu.Unlock()
-	if !ok || !strings.HasSuffix(ev.Message, msg) {
+	if !ok || !strings.HasSuffix(ev.Message, w.msg) {
 		return ev
 	}
 	out := ev.DeepCopy()
-	out.Type, out.Reason, out.Message = v1.EventTypeNormal, ReasonPending, msg
+	out.Type, out.Reason, out.Message = v1.EventTypeNormal, w.reason, w.msg
 	return out
 }
 

@@ -33,6 +33,10 @@ func (s stubLB) UpdateLoadBalancer(context.Context, string, *v1.Service, []*v1.N
 	return s.err
 }
 
+func (s stubLB) EnsureLoadBalancerDeleted(context.Context, string, *v1.Service) error {
+	return s.err
+}
+
 // failure is the event the upstream service controller records for an
 // error of EnsureLoadBalancer (k8s.io/cloud-provider/controllers/service).
 func failure(svc *v1.Service, err error) *v1.Event {
@@ -126,5 +130,24 @@ func TestPendingThroughTheRecorder(t *testing.T) {
 	ev := list.Items[0]
 	if ev.Type != v1.EventTypeNormal || ev.Reason != loadbalancers.ReasonPending || ev.Message != pending.Error() || ev.Count != 3 {
 		t.Errorf("event %s %s %q count %d, want Normal %s %q count 3", ev.Type, ev.Reason, ev.Message, ev.Count, loadbalancers.ReasonPending, pending.Error())
+	}
+}
+
+// A deletion that waits for the cloud (a security group an NLB's network
+// interfaces still hold) is reported as progress too.
+func TestPendingDeletion(t *testing.T) {
+	svc := service("shop", "web", uidA, nil, "")
+	p := loadbalancers.NewProgress()
+	events := p.Events(k8sfake.NewClientset()).CoreV1().Events("")
+	pending := loadbalancers.Pending(10*time.Second, "security group %s is still in use", "sg-1")
+	err := p.Track(stubLB{err: pending}).EnsureLoadBalancerDeleted(context.Background(), "k", svc)
+	// As the service controller's finalizer path words it.
+	ev := failure(svc, fmt.Errorf("failed to delete load balancer: %v", err))
+	got, err := events.CreateWithEventNamespace(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Type != v1.EventTypeNormal || got.Reason != loadbalancers.ReasonPendingDelete || got.Message != pending.Error() {
+		t.Errorf("event %s %s %q, want Normal %s %q", got.Type, got.Reason, got.Message, loadbalancers.ReasonPendingDelete, pending.Error())
 	}
 }

@@ -20,7 +20,6 @@ import (
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
-	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
 
 	"github.com/polyccm/polyccm/core/annotations"
@@ -1129,7 +1128,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 	case cloudapi.KindOf(err) == cloudapi.KindConflict:
 		// The NLB's network interfaces hold on to the group for a while
 		// after it is deleted.
-		return api.NewRetryError(fmt.Sprintf("security group %s is still in use by the deleted load balancer; retrying in %s", aws.ToString(sg.GroupId), deletePollInterval), deletePollInterval)
+		return loadbalancers.Pending(deletePollInterval, "security group %s is still in use by the deleted load balancer; retrying in %s", aws.ToString(sg.GroupId), deletePollInterval)
 	}
 	return fmt.Errorf("deleting security group %s: %w", aws.ToString(sg.GroupId), err)
 }
@@ -1144,7 +1143,7 @@ func (l *loadBalancers) deleteServiceTargetGroups(ctx context.Context, cl *clien
 	for _, arn := range mine {
 		err := l.deleteTargetGroup(ctx, cl, arn)
 		if cloudapi.KindOf(err) == cloudapi.KindConflict {
-			return api.NewRetryError(fmt.Sprintf("target group %s is still in use; retrying in %s", arn, deletePollInterval), deletePollInterval)
+			return loadbalancers.Pending(deletePollInterval, "target group %s is still in use; retrying in %s", arn, deletePollInterval)
 		}
 		if err != nil {
 			return err

@@ -9,9 +9,9 @@ import (
 
 	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/apiv1/computepb"
-	"k8s.io/cloud-provider/api"
 
 	"github.com/polyccm/polyccm/core/cloudapi"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
 // Every Compute change returns an Operation. polyccm waits for it a short,
@@ -66,7 +66,7 @@ func (c *Cloud) wait(ctx context.Context, cl *clients, p *computepb.Operation, w
 			return operationResult(p, what)
 		}
 		if time.Now().After(deadline) {
-			return api.NewRetryError(fmt.Sprintf("%s: operation %s is still running; checking again in %s", what, p.GetName(), opRetryAfter), opRetryAfter)
+			return loadbalancers.Pending(opRetryAfter, "%s: operation %s is still running; checking again in %s", what, p.GetName(), opRetryAfter)
 		}
 		select {
 		case <-ctx.Done():
