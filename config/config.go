@@ -79,6 +79,11 @@ type Nodes struct {
 // Services tune the service (load balancer) controller.
 type Services struct {
 	ConcurrentSyncs int `koanf:"concurrentSyncs"`
+	// AdoptUnmarkedLoadBalancers lets a Service take over a cloud load
+	// balancer it asks for (by an annotation naming it) that nothing marks
+	// as another cluster's or Service's. Off, such a load balancer is
+	// refused (docs/load-balancer-ownership.md).
+	AdoptUnmarkedLoadBalancers bool `koanf:"adoptUnmarkedLoadBalancers"`
 }
 
 // Routes configure the route controller.

@@ -69,6 +69,8 @@ func Run(ctx context.Context, cfg *config.Config, reg *driver.Registry) error {
 		ClientBuilder: completed.ClientBuilder,
 		Informers:     completed.SharedInformers,
 		Recorder:      completed.EventRecorder,
+
+		AdoptUnmarkedLoadBalancers: cfg.Services.AdoptUnmarkedLoadBalancers,
 	})
 	if err != nil {
 		return fmt.Errorf("building the %s driver: %w", d.Name, err)

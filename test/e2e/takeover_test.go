@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -22,11 +23,13 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/polyccm/polyccm/core/loadbalancers"
 	"github.com/polyccm/polyccm/drivers/aws"
 	"github.com/polyccm/polyccm/drivers/digitalocean"
 	fakedo "github.com/polyccm/polyccm/test/fakecloud/digitalocean"
+	"github.com/polyccm/polyccm/test/harness"
 )
 
 // The takeover tests: a tenant in a second namespace tries every way to
@@ -429,3 +432,72 @@ func TestGCETakeoverIsRefused(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// With services.adoptUnmarkedLoadBalancers, a Service takes over a load
+// balancer nothing marks (one made by hand) and polyccm records it as the
+// Service's, so it stays the Service's once the setting is off again, and
+// goes with the Service. A load balancer another Service owns is still
+// refused.
+func TestDigitalOceanAdoptsUnmarkedOnlyWhenAllowed(t *testing.T) {
+	e, _ := lbNodes(t, 2, func(s *harness.Settings) {
+		s.Extra = "services:\n  adoptUnmarkedLoadBalancers: true"
+	})
+	handMade := e.fake.AddLoadBalancer(fakedo.LoadBalancer{Name: "legacy-web", Region: "fra1"})
+	nsService(t, victimNS, "owner", nil, nil, tcp(80))
+	owner := waitNSIngress(t, victimNS, "owner", 60*time.Second)
+	ownerLB := owner.Annotations[digitalocean.AnnLoadBalancerID]
+
+	nsService(t, thiefNS, "mover", map[string]string{digitalocean.AnnLoadBalancerID: handMade.ID}, nil, tcp(8080))
+	mover := waitNSIngress(t, thiefNS, "mover", 60*time.Second)
+	if ip := mover.Status.LoadBalancer.Ingress[0].IP; ip != handMade.IP {
+		t.Fatalf("the adopting Service publishes %s, want the load balancer's %s", ip, handMade.IP)
+	}
+	if lb, _ := e.fake.LoadBalancer(handMade.ID); len(lb.ForwardingRules) != 1 || lb.ForwardingRules[0].EntryPort != 8080 {
+		t.Errorf("the adopted load balancer was not converged: %+v", lb.ForwardingRules)
+	}
+	if !slices.ContainsFunc(mover.Status.Conditions, func(c metav1.Condition) bool {
+		return c.Type == loadbalancers.ConditionType && strings.Contains(c.Message, "id="+handMade.ID)
+	}) {
+		t.Errorf("no record of the adopted load balancer: %+v", mover.Status.Conditions)
+	}
+	waitRefusedOrAdopted := func(ns, name, reason string) {
+		t.Helper()
+		eventually(t, 30*time.Second, reason+" event on "+ns+"/"+name, func() (bool, string) {
+			evs := serviceEvents(t, ns, name)
+			return slices.ContainsFunc(evs, func(ev string) bool { return strings.Contains(ev, " "+reason+": ") }), fmt.Sprintf("%q", evs)
+		})
+	}
+	waitRefusedOrAdopted(thiefNS, "mover", loadbalancers.ReasonAdopted)
+	// Adopting never reaches another Service's load balancer.
+	nsService(t, thiefNS, "grabber", map[string]string{digitalocean.AnnLoadBalancerID: ownerLB}, nil, tcp(9090))
+	waitRefused(t, thiefNS, "grabber", victimNS+"/owner")
+
+	// Off again: the adopted load balancer stays the Service's.
+	if _, err := e.ccm.Stop(15 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	_ = cp.Admin.CoordinationV1().Leases("kube-system").Delete(context.Background(), "cloud-controller-manager", metav1.DeleteOptions{})
+	e.opts.Config = strings.Replace(e.opts.Config, "adoptUnmarkedLoadBalancers: true", "adoptUnmarkedLoadBalancers: false", 1)
+	e.restart()
+	patchNS(t, thiefNS, "mover", map[string]any{"spec": map[string]any{"ports": []v1.ServicePort{tcp(8080), tcp(8081)}}})
+	eventually(t, 60*time.Second, "the adopted load balancer follows the Service", func() (bool, string) {
+		lb, _ := e.fake.LoadBalancer(handMade.ID)
+		return len(lb.ForwardingRules) == 2, fmt.Sprintf("rules %+v", lb.ForwardingRules)
+	})
+	deleteNSServiceAndWait(t, thiefNS, "grabber", 60*time.Second)
+	deleteNSServiceAndWait(t, thiefNS, "mover", 60*time.Second)
+	if _, ok := e.fake.LoadBalancer(handMade.ID); ok {
+		t.Error("the adopted load balancer outlived its Service")
+	}
+	if _, ok := e.fake.LoadBalancer(ownerLB); !ok {
+		t.Error("the owner's load balancer was deleted")
+	}
+}
+
+func patchNS(t *testing.T, ns, name string, patch any) {
+	t.Helper()
+	b, _ := json.Marshal(patch)
+	if _, err := cp.Admin.CoreV1().Services(ns).Patch(context.Background(), name, types.MergePatchType, b, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patching Service %s/%s: %v", ns, name, err)
+	}
+}
