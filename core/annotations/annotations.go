@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -229,7 +230,7 @@ func (s *Set) Parse(svc *v1.Service) *Values {
 		}
 		val, err := sp.parse(raw)
 		if err != nil {
-			v.problems = append(v.problems, Problem{Key: k, Msg: fmt.Sprintf("%q is not valid: want %s", raw, sp.Valid)})
+			v.problems = append(v.problems, Problem{Key: k, Msg: fmt.Sprintf("%s is not valid: want %s", Quote(raw), sp.Valid)})
 			continue
 		}
 		v.vals[k] = val
@@ -342,8 +343,41 @@ func (e *InvalidError) Record(rec record.EventRecorder, svc *v1.Service) {
 		return
 	}
 	for _, p := range e.Problems {
-		rec.Eventf(svc, v1.EventTypeWarning, Reason, "%s: %s; the load balancer was not changed", p.Key, p.Msg)
+		rec.Event(svc, v1.EventTypeWarning, Reason, Clip(fmt.Sprintf("%s: %s; the load balancer was not changed", p.Key, p.Msg)))
 	}
+}
+
+// quoteRunes is how much of a value Quote shows.
+const quoteRunes = 100
+
+// Quote quotes a value from a Service for a message, cut to its first
+// 100 characters: a 200 KB annotation must not make 200 KB events on every
+// retry.
+func Quote(s string) string {
+	r := []rune(s)
+	if len(r) <= quoteRunes {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(string(r[:quoteRunes])), len(s))
+}
+
+// maxMessage bounds an event message built from problems; the API server
+// refuses longer notes, and nobody reads them.
+const maxMessage = 1024
+
+// Clip cuts an event message to maxMessage bytes (on a rune boundary),
+// saying so: the last defence when a driver's message quotes a long value
+// whole.
+func Clip(msg string) string {
+	if len(msg) <= maxMessage {
+		return msg
+	}
+	const tail = "… (cut)"
+	cut := maxMessage - len(tail)
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + tail
 }
 
 // MarkdownTable renders the set as the table the docs carry (a test keeps

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -354,5 +355,39 @@ func TestMarkdownTable(t *testing.T) {
 		"| `" + pfx + "b` | x or y | `x` | Pick \\| one. |\n"
 	if got := s.MarkdownTable(); got != want {
 		t.Errorf("MarkdownTable =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// A huge annotation value is quoted short in events: 200 KB must not make
+// 200 KB events on every retry.
+func TestLongValuesAreCutInEvents(t *testing.T) {
+	huge := strings.Repeat("9", 200_000)
+	err := testSet().Parse(service(map[string]string{pfx + "count": huge, pfx + "protocol": "udp"})).Err()
+	var inv *annotations.InvalidError
+	if !errors.As(err, &inv) {
+		t.Fatalf("Err() = %v", err)
+	}
+	rec := record.NewFakeRecorder(10)
+	inv.Record(rec, service(nil))
+	close(rec.Events)
+	n := 0
+	for ev := range rec.Events {
+		n++
+		if len(ev) > 1100 {
+			t.Errorf("event of %d bytes", len(ev))
+		}
+		if strings.Contains(ev, pfx+"count") && !strings.Contains(ev, "(200000 bytes)") {
+			t.Errorf("event %q does not say how long the value was", ev)
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d events, want 2", n)
+	}
+	if got := annotations.Quote("short"); got != `"short"` {
+		t.Errorf("Quote(short) = %s", got)
+	}
+	long := annotations.Clip(strings.Repeat("é", 2000))
+	if len(long) > 1024 || !strings.HasSuffix(long, "… (cut)") || !utf8.ValidString(long) {
+		t.Errorf("Clip gave %d bytes, valid UTF-8 %v", len(long), utf8.ValidString(long))
 	}
 }

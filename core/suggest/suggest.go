@@ -5,12 +5,16 @@ package suggest
 import "strings"
 
 // Closest returns the candidate nearest to name (case-insensitive edit
-// distance), or "" if none is within maxDistance edits.
+// distance), or "" if none is within maxDistance edits. Of candidates at
+// the same distance it picks the first in lexical order, so the answer does
+// not depend on the order they come in (map order, say): the same mistake
+// always gets the same suggestion.
 func Closest(name string, candidates []string, maxDistance int) string {
 	best, bestD := "", maxDistance+1
 	lname := strings.ToLower(name)
 	for _, c := range candidates {
-		if d := Distance(lname, strings.ToLower(c)); d < bestD {
+		d := Distance(lname, strings.ToLower(c))
+		if d < bestD || d == bestD && c < best {
 			best, bestD = c, d
 		}
 	}

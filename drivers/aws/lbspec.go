@@ -336,7 +336,7 @@ func nlbListeners(svc *v1.Service, a *annotations.Values) []listenerSpec {
 			}
 		}
 		if !found {
-			a.Fail(AnnSSLPorts, "%q is not a port number or name of the Service", p)
+			a.Fail(AnnSSLPorts, "%s is not a port number or name of the Service", annotations.Quote(p))
 		}
 	}
 	backendTLS := a.String(AnnBackendProtocol, "tcp") != "tcp"

@@ -364,7 +364,7 @@ func (l *loadBalancers) subnets(ctx context.Context, cl *clients, vpc string, sp
 				}
 			}
 			if match == nil {
-				a.Fail(AnnSubnets, "no subnet %q in %s (give subnet IDs or Name tags of subnets in the cluster's VPC)", want, vpc)
+				a.Fail(AnnSubnets, "no subnet %s in %s (give subnet IDs or Name tags of subnets in the cluster's VPC)", annotations.Quote(want), vpc)
 				continue
 			}
 			found = append(found, *match)
