@@ -15,12 +15,15 @@ import (
 )
 
 // testDriverConfig is a driver config with one field of each kind the
-// loader treats specially: a secret, a string, a duration and an int.
+// loader treats specially: a secret, a string, a duration, an int and a
+// float.
 type testDriverConfig struct {
 	Token    secret.Secret `koanf:"token"`
 	Region   string        `koanf:"region"`
 	Interval time.Duration `koanf:"interval"`
 	Workers  int           `koanf:"workers"`
+	// Ratio has no range of its own, so decoding alone is tested on it.
+	Ratio float64 `koanf:"ratio"`
 }
 
 func newTestDriverConfig() any {

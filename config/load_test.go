@@ -257,7 +257,7 @@ func TestLoadDurations(t *testing.T) {
 		{"bare int", "nodes:\n  monitorPeriod: 5\n", "nodes.monitorPeriod", "needs a unit"},
 		{"bare float", "leaderElection:\n  retryPeriod: 1.5\n", "leaderElection.retryPeriod", "needs a unit"},
 		{"bare int in a driver", "drivers:\n  testcloud:\n    interval: 5\n", "drivers.testcloud.interval", "needs a unit"},
-		{"negative", "routes:\n  reconcilePeriod: -1s\n", "routes.reconcilePeriod", "positive"},
+		{"negative", "routes:\n  reconcilePeriod: -1s\n", "routes.reconcilePeriod", "-1s is out of range: use a duration from 1s to 24h"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

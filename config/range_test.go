@@ -97,23 +97,26 @@ func TestLoadNumbersInRange(t *testing.T) {
 	burst := func(c *Config) any { return c.KubeAPI.Burst }
 	qps := func(c *Config) any { return c.KubeAPI.QPS }
 	workers := func(c *Config) any { return driverConfig(t, c, "testcloud").Workers }
-	timeout := func(c *Config) any { return c.CloudAPI.Timeout }
+	ratio := func(c *Config) any { return driverConfig(t, c, "testcloud").Ratio }
+	interval := func(c *Config) any { return driverConfig(t, c, "testcloud").Interval }
 	cases := []struct {
 		key  string
 		text string
 		get  func(*Config) any
 		want any
 	}{
-		{"kubeAPI.burst", "9223372036854775807", burst, math.MaxInt64},
+		// The extremes on the test driver's fields, which have no range of
+		// their own: what is checked is that decoding keeps them exact.
+		{"drivers.testcloud.workers", "9223372036854775807", workers, math.MaxInt64},
 		{"kubeAPI.burst", "1e3", burst, 1000},
 		{"kubeAPI.burst", "0x10", burst, 16},
 		{"kubeAPI.burst", "0o17", burst, 15},
 		{"kubeAPI.burst", "1_000", burst, 1000},
 		{"drivers.testcloud.workers", "10.0", workers, 10},
-		{"kubeAPI.qps", "1.7976931348623157e308", qps, math.MaxFloat64},
+		{"drivers.testcloud.ratio", "1.7976931348623157e308", ratio, math.MaxFloat64},
 		{"kubeAPI.qps", "4e-1", qps, 0.4},
 		{"kubeAPI.qps", "7", qps, 7.0},
-		{"cloudAPI.timeout", "2562047h", timeout, 2562047 * time.Hour},
+		{"drivers.testcloud.interval", "2562047h", interval, 2562047 * time.Hour},
 	}
 	for _, c := range cases {
 		t.Run("file/"+c.key+"="+c.text, func(t *testing.T) {
@@ -185,4 +188,49 @@ func TestFitNumberKinds(t *testing.T) {
 			t.Errorf("%s %s: error %v, want it to contain %q", typ, c.text, err, c.err)
 		}
 	}
+}
+
+// TestEveryNumberHasARange walks every numeric and duration key of the
+// config and sets each to a value no consumer can use: a count that wraps
+// an int32 (nodes.concurrentSyncs: 4294967296 used to load and run zero
+// workers) and a nanosecond duration. Each must be refused at its key; a
+// new key without a range fails here.
+func TestEveryNumberHasARange(t *testing.T) {
+	sch := newSchema()
+	sch.walk("", reflect.TypeOf(Config{}))
+	var numbers, durations []string
+	for key, typ := range sch.leaves {
+		switch {
+		case typ == durationType:
+			durations = append(durations, key)
+		case isNumber(typ):
+			numbers = append(numbers, key)
+		}
+	}
+	if len(numbers) < 10 || len(durations) < 8 {
+		t.Fatalf("found %d numeric and %d duration keys; the schema walk missed some", len(numbers), len(durations))
+	}
+	for _, key := range numbers {
+		t.Run(key, func(t *testing.T) {
+			_, _, err := load(t, yamlAt(key, "4294967296"))
+			wantProblem(t, err, key, "4294967296")
+		})
+	}
+	for _, key := range durations {
+		t.Run(key, func(t *testing.T) {
+			_, _, err := load(t, yamlAt(key, "1ns"))
+			wantProblem(t, err, key, "")
+		})
+	}
+}
+
+// The worker counts reach the upstream controllers as int32s: the largest
+// accepted value fits, with the config's own range as the limit.
+func TestWorkerCountsFitTheirConsumers(t *testing.T) {
+	c := mustLoad(t, yamlAt("nodes.concurrentSyncs", "10000"))
+	if c.Nodes.ConcurrentSyncs != 10000 || int(int32(c.Nodes.ConcurrentSyncs)) != c.Nodes.ConcurrentSyncs {
+		t.Errorf("concurrentSyncs = %d", c.Nodes.ConcurrentSyncs)
+	}
+	_, _, err := load(t, yamlAt("nodes.concurrentSyncs", "10001"))
+	wantProblem(t, err, "nodes.concurrentSyncs", "10001 is out of range: use 1 to 10000 workers")
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,17 +60,23 @@ func (l *loader) validate(c *Config) {
 		p.add("controllers", "every controller is off, so polyccm would do nothing; enable at least one")
 	}
 
-	positive(p, "nodes.concurrentSyncs", c.Nodes.ConcurrentSyncs)
-	positive(p, "nodes.concurrentStatusUpdates", c.Nodes.ConcurrentStatusUpdates)
-	positive(p, "nodes.concurrentLifecycleSyncs", c.Nodes.ConcurrentLifecycleSyncs)
-	positiveDuration(p, "nodes.statusUpdateFrequency", c.Nodes.StatusUpdateFrequency)
-	positiveDuration(p, "nodes.monitorPeriod", c.Nodes.MonitorPeriod)
-	positive(p, "services.concurrentSyncs", c.Services.ConcurrentSyncs)
+	// Worker counts become the upstream controllers' int32 worker
+	// counts; past 10 000 more workers only queue on the same API limits.
+	for key, v := range map[string]int{
+		"nodes.concurrentSyncs":          c.Nodes.ConcurrentSyncs,
+		"nodes.concurrentStatusUpdates":  c.Nodes.ConcurrentStatusUpdates,
+		"nodes.concurrentLifecycleSyncs": c.Nodes.ConcurrentLifecycleSyncs,
+		"services.concurrentSyncs":       c.Services.ConcurrentSyncs,
+	} {
+		intRange(p, key, v, 1, maxWorkers, "workers")
+	}
+	durRange(p, "nodes.statusUpdateFrequency", c.Nodes.StatusUpdateFrequency, time.Second, 24*time.Hour)
+	durRange(p, "nodes.monitorPeriod", c.Nodes.MonitorPeriod, time.Second, time.Hour)
 
 	if c.Routes.ClusterCIDR != "" || c.Controllers.Routes {
 		l.validateCIDRs(c.Routes.ClusterCIDR)
 	}
-	positiveDuration(p, "routes.reconcilePeriod", c.Routes.ReconcilePeriod)
+	durRange(p, "routes.reconcilePeriod", c.Routes.ReconcilePeriod, time.Second, 24*time.Hour)
 
 	le := c.LeaderElection
 	if errs := validation.IsDNS1123Label(le.Namespace); len(errs) > 0 {
@@ -78,9 +85,11 @@ func (l *loader) validate(c *Config) {
 	if errs := validation.IsDNS1123Subdomain(le.LeaseName); len(errs) > 0 {
 		p.add("leaderElection.leaseName", "%q is not a valid Lease name: %s", le.LeaseName, strings.Join(errs, "; "))
 	}
-	positiveDuration(p, "leaderElection.leaseDuration", le.LeaseDuration)
-	positiveDuration(p, "leaderElection.renewDeadline", le.RenewDeadline)
-	positiveDuration(p, "leaderElection.retryPeriod", le.RetryPeriod)
+	// Below these, a replica's renewals race the API server's own latency
+	// and leadership flaps; above, a dead leader is replaced too late.
+	durRange(p, "leaderElection.leaseDuration", le.LeaseDuration, 2*time.Second, time.Hour)
+	durRange(p, "leaderElection.renewDeadline", le.RenewDeadline, time.Second, time.Hour)
+	durRange(p, "leaderElection.retryPeriod", le.RetryPeriod, 100*time.Millisecond, 10*time.Minute)
 	if le.Enabled && le.RenewDeadline > 0 && le.LeaseDuration <= le.RenewDeadline {
 		p.add("leaderElection.leaseDuration", "must be longer than leaderElection.renewDeadline (%s), or two replicas could both act", le.RenewDeadline)
 	}
@@ -107,26 +116,31 @@ func (l *loader) validate(c *Config) {
 		}
 	}
 
-	if !(c.KubeAPI.QPS > 0) || math.IsInf(c.KubeAPI.QPS, 0) {
-		p.add("kubeAPI.qps", "must be more than 0, got %v", c.KubeAPI.QPS)
-	}
-	positive(p, "kubeAPI.burst", c.KubeAPI.Burst)
+	// The client-go limiter takes QPS as a float32 and burst as an int.
+	qpsRange(p, "kubeAPI.qps", c.KubeAPI.QPS)
+	intRange(p, "kubeAPI.burst", c.KubeAPI.Burst, 1, maxRate, "requests")
 
 	ca := c.CloudAPI
-	if !(ca.QPS > 0) || math.IsInf(ca.QPS, 0) {
-		p.add("cloudAPI.qps", "must be more than 0, got %v", ca.QPS)
-	}
-	positive(p, "cloudAPI.burst", ca.Burst)
-	positive(p, "cloudAPI.batchSize", ca.BatchSize)
-	positiveDuration(p, "cloudAPI.timeout", ca.Timeout)
-	if ca.BatchWindow < 0 {
+	qpsRange(p, "cloudAPI.qps", ca.QPS)
+	intRange(p, "cloudAPI.burst", ca.Burst, 1, maxRate, "requests")
+	intRange(p, "cloudAPI.batchSize", ca.BatchSize, 1, maxBatch, "keys")
+	// One attempt: under a second a slow but healthy API looks down.
+	durRange(p, "cloudAPI.timeout", ca.Timeout, time.Second, 10*time.Minute)
+	switch {
+	case ca.BatchWindow < 0:
 		p.add("cloudAPI.batchWindow", "must not be negative (0 sends each lookup at once)")
-	}
-	if ca.BatchWindow > 5*time.Second {
+	case ca.BatchWindow > 0 && ca.BatchWindow < time.Millisecond:
+		p.add("cloudAPI.batchWindow", "%s is too short to gather anything: use 0 (send each lookup at once) or at least 1ms", ca.BatchWindow)
+	case ca.BatchWindow > 5*time.Second:
 		p.add("cloudAPI.batchWindow", "%s would delay every node lookup that long; use at most 5s", ca.BatchWindow)
 	}
-	if ca.CacheTTL < 0 {
+	switch {
+	case ca.CacheTTL < 0:
 		p.add("cloudAPI.cacheTTL", "must not be negative (0 turns the cache off)")
+	case ca.CacheTTL > 0 && ca.CacheTTL < time.Second:
+		p.add("cloudAPI.cacheTTL", "%s keeps nothing long enough to help: use 0 (no cache) or at least 1s", ca.CacheTTL)
+	case ca.CacheTTL > 24*time.Hour:
+		p.add("cloudAPI.cacheTTL", "%s would keep instances the cloud has deleted for that long; use at most 24h", ca.CacheTTL)
 	}
 
 	if c.Logging.Verbosity < 0 || c.Logging.Verbosity > 10 {
@@ -169,15 +183,34 @@ func (l *loader) validateCIDRs(s string) {
 	}
 }
 
-func positive(p *Problems, key string, v int) {
-	if v < 1 {
-		p.add(key, "must be at least 1, got %d", v)
+// Upper bounds of numeric settings: each fits its consumer (int32 worker
+// counts, float32 and int rate limits) with room to spare, and is more
+// than any cluster needs.
+const (
+	maxWorkers = 10_000
+	maxRate    = 100_000
+	maxBatch   = 10_000
+)
+
+// intRange reports v outside lo..hi; what names the unit in the message.
+func intRange(p *Problems, key string, v, lo, hi int, what string) {
+	if v < lo || v > hi {
+		p.add(key, "%d is out of range: use %d to %d %s", v, lo, hi, what)
 	}
 }
 
-func positiveDuration(p *Problems, key string, d time.Duration) {
-	if d <= 0 {
-		p.add(key, "must be a positive duration like 5s, got %s", d)
+// qpsRange reports a rate that is not positive, or too large for the
+// float32 client-go's limiters take.
+func qpsRange(p *Problems, key string, v float64) {
+	if !(v > 0) || v > maxRate || math.IsInf(v, 0) {
+		p.add(key, "%s is out of range: use a rate above 0 and up to %d requests per second", strconv.FormatFloat(v, 'f', -1, 64), maxRate)
+	}
+}
+
+// durRange reports d outside lo..hi.
+func durRange(p *Problems, key string, d, lo, hi time.Duration) {
+	if d < lo || d > hi {
+		p.add(key, "%s is out of range: use a duration from %s to %s", d, lo, hi)
 	}
 }
 

@@ -1,6 +1,9 @@
 package runner
 
 import (
+	"cmp"
+	"fmt"
+	"math"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,7 +77,15 @@ func ccmOptions(c *config.Config, plan controllerPlan) (*options.CloudController
 	}
 	o.Generic.ClientConnection.Kubeconfig = c.Kubeconfig
 	o.Generic.ClientConnection.QPS = float32(c.KubeAPI.QPS)
-	o.Generic.ClientConnection.Burst = int32(c.KubeAPI.Burst)
+	// The config's ranges keep these counts well inside int32; int32Of
+	// refuses rather than wraps if a range ever stops doing so.
+	var err32 error
+	i32 := func(key string, v int) int32 {
+		n, err := int32Of(key, v)
+		err32 = cmp.Or(err32, err)
+		return n
+	}
+	o.Generic.ClientConnection.Burst = i32("kubeAPI.burst", c.KubeAPI.Burst)
 	o.Generic.Debugging.EnableProfiling = false
 
 	le := &o.Generic.LeaderElection
@@ -86,12 +97,15 @@ func ccmOptions(c *config.Config, plan controllerPlan) (*options.CloudController
 	le.RenewDeadline = dur(c.LeaderElection.RenewDeadline)
 	le.RetryPeriod = dur(c.LeaderElection.RetryPeriod)
 
-	o.NodeController.ConcurrentNodeSyncs = int32(c.Nodes.ConcurrentSyncs)
-	o.NodeController.ConcurrentNodeStatusUpdates = int32(c.Nodes.ConcurrentStatusUpdates)
+	o.NodeController.ConcurrentNodeSyncs = i32("nodes.concurrentSyncs", c.Nodes.ConcurrentSyncs)
+	o.NodeController.ConcurrentNodeStatusUpdates = i32("nodes.concurrentStatusUpdates", c.Nodes.ConcurrentStatusUpdates)
 	o.NodeStatusUpdateFrequency = dur(c.Nodes.StatusUpdateFrequency)
 	o.NodeLifecycleController.NodeMonitorPeriod = dur(c.Nodes.MonitorPeriod)
-	o.NodeLifecycleController.ConcurrentNodeLifecycleSyncs = int32(c.Nodes.ConcurrentLifecycleSyncs)
-	o.ServiceController.ConcurrentServiceSyncs = int32(c.Services.ConcurrentSyncs)
+	o.NodeLifecycleController.ConcurrentNodeLifecycleSyncs = i32("nodes.concurrentLifecycleSyncs", c.Nodes.ConcurrentLifecycleSyncs)
+	o.ServiceController.ConcurrentServiceSyncs = i32("services.concurrentSyncs", c.Services.ConcurrentSyncs)
+	if err32 != nil {
+		return nil, err32
+	}
 
 	o.SecureServing.BindAddress = parseIP(c.Serving.BindAddress)
 	o.SecureServing.BindPort = c.Serving.SecurePort
@@ -108,4 +122,12 @@ func ccmOptions(c *config.Config, plan controllerPlan) (*options.CloudController
 	o.Webhook = nil
 	o.WebhookServing = nil
 	return o, nil
+}
+
+// int32Of converts a count for the upstream options, which take int32s.
+func int32Of(key string, v int) (int32, error) {
+	if v < 1 || v > math.MaxInt32 {
+		return 0, fmt.Errorf("%s: %d does not fit the controller's worker count (1 to %d)", key, v, math.MaxInt32)
+	}
+	return int32(v), nil
 }
