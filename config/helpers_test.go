@@ -18,7 +18,7 @@ import (
 // loader treats specially: a secret, a string, a duration, an int and a
 // float.
 type testDriverConfig struct {
-	Token    secret.Secret `koanf:"token"`
+	Token    secret.Secret `koanf:"token" secret:"token"`
 	Region   string        `koanf:"region"`
 	Interval time.Duration `koanf:"interval"`
 	Workers  int           `koanf:"workers"`

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -348,6 +349,21 @@ func TestLoadSecrets(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte("file-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	emptyFile := write("empty", nil)
+	bigFile := write("big", make([]byte, secret.MaxFileSize+1))
+	twoLines := write("two-lines", []byte("file-token\nsecond line\n"))
+	bomFile := write("bom", []byte("\ufefffile-token\n"))
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("CONFIGTEST_SET", "env-token")
 	os.Unsetenv("CONFIGTEST_UNSET")
 
@@ -364,7 +380,17 @@ func TestLoadSecrets(t *testing.T) {
 		{name: "missing file", token: "{file: " + filepath.Join(dir, "nope") + "}", errs: []string{"reading secret file", filepath.Join(dir, "nope")}},
 		{name: "unset env", token: "{env: CONFIGTEST_UNSET}", errs: []string{"CONFIGTEST_UNSET is not set"}},
 		{name: "two forms", token: "{file: " + tokenFile + ", value: s3cr3t-two-forms}", errs: []string{"more than one way"}},
-		{name: "empty file", token: "{file: /dev/null}", errs: []string{"is empty"}},
+		{name: "empty file", token: "{file: " + emptyFile + "}", errs: []string{"is empty"}},
+		// Files that are no secret fail with a message, not an out-of-memory
+		// crash or a hang.
+		{name: "device", token: "{file: /dev/zero}", errs: []string{"/dev/zero is not a regular file (it is a device)"}},
+		{name: "pipe", token: "{file: " + fifo + "}", errs: []string{"is not a regular file (it is a named pipe)"}},
+		{name: "too large", token: "{file: " + bigFile + "}", errs: []string{"is larger than 64 KiB"}},
+		// A token is one word: a stray line is a config problem, not a
+		// request that fails as if the network were down.
+		{name: "two lines", token: "{file: " + twoLines + "}", errs: []string{"holds 2 lines", "remove the other lines"}},
+		// A byte-order mark is dropped, not sent to the cloud.
+		{name: "byte-order mark", token: "{file: " + bomFile + "}", want: secret.Secret{File: bomFile}},
 		{name: "plain string", token: "pl41n-s3cr3t-t0ken", errs: []string{"give the secret as"}},
 		{name: "non-string value", token: "{value: 123456789}", errs: []string{"must be a string"}},
 	}

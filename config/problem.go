@@ -27,14 +27,23 @@ func (p Problem) Error() string {
 type Problems struct {
 	File string
 	List []Problem
+	keys map[string]bool // the keys of List, so has is not a scan
 }
 
 func (ps *Problems) add(key, format string, args ...any) {
-	ps.List = append(ps.List, Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
+	ps.push(Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
 }
 
 func (ps *Problems) addErr(key string, err error) {
-	ps.List = append(ps.List, Problem{Key: key, Msg: err.Error()})
+	ps.push(Problem{Key: key, Msg: err.Error()})
+}
+
+func (ps *Problems) push(p Problem) {
+	if ps.keys == nil {
+		ps.keys = map[string]bool{}
+	}
+	ps.keys[p.Key] = true
+	ps.List = append(ps.List, p)
 }
 
 // addTree adds errors from a driver's Validate, under prefix.
@@ -44,7 +53,7 @@ func (ps *Problems) addTree(prefix string, err error) {
 		if errors.As(e, &p) {
 			key := joinKey(prefix, p.Key)
 			if !ps.has(key) { // a decoding problem at the same key says it better
-				ps.List = append(ps.List, Problem{Key: key, Msg: p.Msg})
+				ps.push(Problem{Key: key, Msg: p.Msg})
 			}
 			continue
 		}
@@ -66,14 +75,11 @@ func flatten(err error) []error {
 	return []error{err}
 }
 
-func (ps *Problems) has(key string) bool {
-	for _, p := range ps.List {
-		if p.Key == key {
-			return true
-		}
-	}
-	return false
-}
+func (ps *Problems) has(key string) bool { return ps.keys[key] }
+
+// maxShown is how many problems an error lists; past it, a count. Nobody
+// reads 100 000 lines, and the first few say what went wrong.
+const maxShown = 50
 
 func (ps *Problems) Error() string {
 	sort.SliceStable(ps.List, func(i, j int) bool { return ps.List[i].Key < ps.List[j].Key })
@@ -87,9 +93,12 @@ func (ps *Problems) Error() string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, "%s has %d problems:", where, len(ps.List))
-	for _, p := range ps.List {
+	for _, p := range ps.List[:min(len(ps.List), maxShown)] {
 		b.WriteString("\n  - ")
 		b.WriteString(p.Error())
+	}
+	if n := len(ps.List) - maxShown; n > 0 {
+		fmt.Fprintf(&b, "\n  … and %d more problems", n)
 	}
 	return b.String()
 }

@@ -9,9 +9,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"unicode"
 )
 
 // Secret is one credential. Exactly one field is set.
@@ -79,9 +83,9 @@ func (s Secret) Reveal() (string, error) {
 	case s.set() != 1:
 		return "", fmt.Errorf("secret not set correctly; give exactly one of %s", Forms)
 	case s.File != "":
-		b, err := os.ReadFile(s.File)
+		b, err := readFile(s.File)
 		if err != nil {
-			return "", fmt.Errorf("reading secret file: %w", pathError(err))
+			return "", fmt.Errorf("reading secret file: %w", err)
 		}
 		raw = string(b)
 	case s.Env != "":
@@ -98,19 +102,95 @@ func (s Secret) Reveal() (string, error) {
 		if strings.ContainsRune(s.Credential, '/') {
 			return "", fmt.Errorf("systemd credential name %q must not contain '/'", s.Credential)
 		}
-		b, err := os.ReadFile(filepath.Join(dir, s.Credential))
+		b, err := readFile(filepath.Join(dir, s.Credential))
 		if err != nil {
-			return "", fmt.Errorf("systemd credential %s: %w", s.Credential, pathError(err))
+			return "", fmt.Errorf("systemd credential %s: %w", s.Credential, err)
 		}
 		raw = string(b)
 	default:
 		raw = s.Value
 	}
-	v := strings.TrimSpace(raw)
+	// A byte-order mark is what some Windows editors put first in a text
+	// file; nobody means it as part of a credential, and a cloud answers
+	// it with a bare 401.
+	v := strings.TrimSpace(strings.TrimPrefix(raw, "\ufeff"))
 	if v == "" {
 		return "", fmt.Errorf("%s is empty", s.Source())
 	}
 	return v, nil
+}
+
+// RevealToken is Reveal for a credential that is one word: an API token,
+// an access key. A second line or inner spaces (a note under the token, two
+// tokens pasted in) are refused with an error saying so: sent as they are,
+// they fail every request in ways that look like a network fault.
+func (s Secret) RevealToken() (string, error) {
+	v, err := s.Reveal()
+	if err != nil {
+		return "", err
+	}
+	if n := strings.Count(v, "\n") + 1; n > 1 {
+		return "", fmt.Errorf("%s holds %d lines; it must hold the token alone, on one line: remove the other lines", s.Source(), n)
+	}
+	if i := strings.IndexFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }); i >= 0 {
+		return "", fmt.Errorf("%s holds a space or control character inside the token (at byte %d); it must hold the token alone", s.Source(), i)
+	}
+	return v, nil
+}
+
+// CheckToken is Check for a one-word credential (see RevealToken).
+func (s Secret) CheckToken() error {
+	if err := s.Check(); err != nil {
+		return err
+	}
+	_, err := s.RevealToken()
+	return err
+}
+
+// MaxFileSize bounds a secret file: a token or a key is a few KiB at most,
+// and a path to /dev/zero or a log file must fail, not fill memory.
+const MaxFileSize = 64 << 10
+
+// readFile reads a secret file: a regular file (a symlink to one is
+// fine) of at most MaxFileSize bytes.
+func readFile(path string) ([]byte, error) {
+	// Non-blocking, so that a named pipe is refused below instead of
+	// waiting for a writer forever.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, pathError(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, pathError(err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (it is a %s); point it at a file that holds only the secret", path, fileKind(st.Mode()))
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, pathError(err)
+	}
+	if len(b) > MaxFileSize {
+		return nil, fmt.Errorf("%s is larger than %d KiB; a secret file holds only the secret", path, MaxFileSize>>10)
+	}
+	return b, nil
+}
+
+// fileKind names what a non-regular file is, for messages.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
 }
 
 // pathError keeps the path and the reason, dropping nothing secret (os

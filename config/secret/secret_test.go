@@ -268,3 +268,36 @@ func TestFromMap(t *testing.T) {
 		})
 	}
 }
+
+func TestRevealToken(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) Secret {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return Secret{File: p}
+	}
+	if v, err := write("bom", "\ufeffdop_v1_abc\n").RevealToken(); err != nil || v != "dop_v1_abc" {
+		t.Errorf("with a byte-order mark: %q, %v; want the token without it", v, err)
+	}
+	if v, err := write("crlf", "dop_v1_abc\r\n").RevealToken(); err != nil || v != "dop_v1_abc" {
+		t.Errorf("with CRLF: %q, %v", v, err)
+	}
+	for name, data := range map[string]string{
+		"two-lines": "dop_v1_abc\nold token: dop_v1_xyz\n",
+		"space":     "dop_v1_abc dop_v1_xyz\n",
+	} {
+		_, err := write(name, data).RevealToken()
+		if err == nil || strings.Contains(err.Error(), "dop_v1") {
+			t.Errorf("%s: %v, want an error that names no token", name, err)
+		}
+	}
+	// A JSON key may span lines: Reveal takes it as it is.
+	if v, err := write("json", "{\n  \"type\": \"service_account\"\n}\n").Reveal(); err != nil || !strings.Contains(v, "\n") {
+		t.Errorf("Reveal of a JSON key: %q, %v", v, err)
+	}
+	if _, err := (Secret{File: "/dev/zero"}).Reveal(); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("/dev/zero: %v", err)
+	}
+}

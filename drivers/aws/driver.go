@@ -43,8 +43,8 @@ type Config struct {
 	// AccessKeyID and SecretAccessKey give static keys (both or neither);
 	// without them the SDK's default chain finds credentials
 	// (environment, shared files, web identity, the instance role).
-	AccessKeyID     secret.Secret `koanf:"accessKeyID"`
-	SecretAccessKey secret.Secret `koanf:"secretAccessKey"`
+	AccessKeyID     secret.Secret `koanf:"accessKeyID" secret:"token"`
+	SecretAccessKey secret.Secret `koanf:"secretAccessKey" secret:"token"`
 	// RoleARN, if set, is assumed through STS with those credentials.
 	RoleARN string `koanf:"roleARN"`
 	// ExternalID goes with RoleARN when the role's trust policy asks.
@@ -284,11 +284,11 @@ type secretCredentials struct {
 const staticCredentialsTTL = 5 * time.Minute
 
 func (s *secretCredentials) Retrieve(context.Context) (aws.Credentials, error) {
-	id, err := s.id.Reveal()
+	id, err := s.id.RevealToken()
 	if err != nil {
 		return aws.Credentials{}, &credentialsError{err: fmt.Errorf("drivers.aws.accessKeyID: %w", err)}
 	}
-	key, err := s.key.Reveal()
+	key, err := s.key.RevealToken()
 	if err != nil {
 		return aws.Credentials{}, &credentialsError{err: fmt.Errorf("drivers.aws.secretAccessKey: %w", err)}
 	}

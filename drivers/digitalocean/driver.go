@@ -33,7 +33,7 @@ type Config struct {
 	// Token is an API token with read access to droplets and write access
 	// to load balancers (and read access to volumes, for
 	// controllers.volumeLabels).
-	Token secret.Secret `koanf:"token"`
+	Token secret.Secret `koanf:"token" secret:"token"`
 	// APIURL overrides the API endpoint (a proxy, or a test double).
 	APIURL string `koanf:"apiURL"`
 	// VPCID is the VPC the cluster's droplets and load balancers live in.
@@ -134,7 +134,7 @@ type tokenTransport struct {
 }
 
 func (t *tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	tok, err := t.token.Reveal()
+	tok, err := t.token.RevealToken()
 	if err != nil {
 		return nil, &tokenError{err: err}
 	}

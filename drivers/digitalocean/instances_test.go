@@ -532,6 +532,31 @@ func TestLookupUnreadableToken(t *testing.T) {
 	}
 }
 
+// A token file with a second line (a note, an old token) used to be sent
+// as it was; the HTTP client refused the header and the call was retried
+// as if the network were down. It is a credentials problem, said once,
+// with nothing sent; a byte-order mark before the token is dropped.
+func TestLookupTokenFileShape(t *testing.T) {
+	f := startFake(t)
+	d := f.AddDroplet(fake.Droplet{Name: "n"})
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(testToken+"\nthe old one: dop_v1_old\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src := newSource(t, f.URL(), secret.Secret{File: tokenFile})
+	_, err := lookup(t, src, byID(d.ID))
+	if cloudapi.KindOf(err) != cloudapi.KindUnauthorized || !strings.Contains(err.Error(), "holds 2 lines") || strings.Contains(err.Error(), "attempts") {
+		t.Fatalf("err = %v, want one unauthorized error saying the file holds 2 lines", err)
+	}
+	if n := f.Faults().Total(); n != 0 {
+		t.Errorf("%d requests reached the API", n)
+	}
+	if err := os.WriteFile(tokenFile, []byte("\ufeff"+testToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	found(t, mustLookup(t, src, byID(d.ID)).Results[0], d.ID)
+}
+
 func TestLookupAPIURLWithPathPrefix(t *testing.T) {
 	// A proxy that serves the API under a path: the prefix must be kept
 	// even when the configured URL lacks a trailing slash.
