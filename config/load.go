@@ -312,6 +312,7 @@ func (l *loader) decode(path string, k *koanf.Koanf, out any) {
 			durationHook,
 			mapstructure.TextUnmarshallerHookFunc(),
 			numberHook,
+			kindHook,
 		),
 	}
 	err := k.UnmarshalWithConf(path, out, koanf.UnmarshalConf{Tag: "koanf", DecoderConfig: dc})
@@ -535,6 +536,63 @@ func numberHook(from, to reflect.Type, data any) (any, error) {
 		return data, nil // the decoder names the type
 	}
 	return fitNumber(to, n)
+}
+
+// kindHook catches a value of the wrong kind for a bool, string or list
+// key before mapstructure does, whose message names Go types ("expected
+// type 'bool', got unconvertible type 'string'"): it says what the key
+// takes, in the config's words.
+func kindHook(from, to reflect.Type, data any) (any, error) {
+	if data == nil {
+		return data, nil
+	}
+	got := describeValue(data)
+	switch to.Kind() {
+	case reflect.Bool:
+		if str, ok := data.(string); ok {
+			if _, err := strconv.ParseBool(str); err == nil {
+				return nil, fmt.Errorf("%s is quoted, so it is a string: write true or false without quotes", got)
+			}
+		}
+		if _, ok := data.(bool); !ok {
+			return nil, fmt.Errorf("must be true or false, not %s", got)
+		}
+	case reflect.String:
+		switch data.(type) {
+		case string:
+		case bool, int, int64, uint64, float64:
+			return nil, fmt.Errorf("must be a string, not %s: quote it (\"%v\") if that is the value", got, data)
+		default:
+			return nil, fmt.Errorf("must be a string, not %s", got)
+		}
+	case reflect.Slice:
+		if from.Kind() != reflect.Slice {
+			return nil, fmt.Errorf("must be a list, like [a, b], not %s", got)
+		}
+	}
+	return data, nil
+}
+
+// describeValue names a decoded YAML value for messages.
+func describeValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		if len(x) > 40 {
+			x = x[:40] + "…"
+		}
+		return strconv.Quote(x)
+	case bool:
+		return strconv.FormatBool(x)
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case int, int64, uint64:
+		return fmt.Sprintf("the number %v", x)
+	case float64:
+		return "the number " + strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return fmt.Sprintf("%v", v)
 }
 
 // number is a numeric value from the file or the environment, kept exact

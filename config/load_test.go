@@ -235,8 +235,10 @@ func TestLoadDriverSelection(t *testing.T) {
 		want []string
 	}{
 		{"missing", "clusterName: x\n", []string{"required", "routecloud, testcloud"}},
-		{"unknown", "driver: nope\n", []string{`"nope" is not compiled`, "routecloud, testcloud"}},
-		{"not a driver name", "driver: No-Pe\n", []string{`no driver "No-Pe"`, "routecloud, testcloud"}},
+		{"unknown", "driver: nope\n", []string{`"nope" is not a polyccm driver`, "routecloud, testcloud"}},
+		{"not a driver name", "driver: No-Pe\n", []string{`"No-Pe" is not a polyccm driver`, "routecloud, testcloud"}},
+		{"known, not compiled", "driver: aws\n", []string{`"aws" is not compiled`, "routecloud, testcloud", "make build DRIVERS="}},
+		{"empty mapping", "driver: {}\n", []string{"must be a string, not a mapping"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -768,6 +770,29 @@ func TestLoadValueRanges(t *testing.T) {
 				return
 			}
 			wantOnly(t, err, c.bad)
+		})
+	}
+}
+
+// Wrong kinds are said in the config's words, not Go's ("expected type
+// 'bool', got unconvertible type 'string'").
+func TestLoadWrongKinds(t *testing.T) {
+	cases := []struct {
+		key, yaml, want string
+	}{
+		{"controllers.nodes", "yes", `must be true or false, not "yes"`},
+		{"leaderElection.enabled", `"true"`, `"true" is quoted, so it is a string: write true or false without quotes`},
+		{"controllers.routes", "1", "must be true or false, not the number 1"},
+		{"drivers.testcloud.region", "123", `must be a string, not the number 123: quote it ("123")`},
+		{"clusterName", "[a, b]", "must be a string, not a list"},
+	}
+	for _, c := range cases {
+		t.Run(c.key+"="+c.yaml, func(t *testing.T) {
+			_, _, err := load(t, yamlAt(c.key, c.yaml))
+			p := wantProblem(t, err, c.key, c.want)
+			if strings.Contains(p.Msg, "type '") || strings.Contains(p.Msg, "interface {}") {
+				t.Errorf("problem names Go types: %s", p.Msg)
+			}
 		})
 	}
 }

@@ -26,6 +26,8 @@ func (l *loader) validate(c *Config) {
 	var d driver.Driver
 	haveDriver := false
 	switch {
+	case c.Driver == "" && p.has("driver"):
+		// Decoding said what is wrong with the value given.
 	case c.Driver == "":
 		p.add("driver", "required; this binary has: %s", strings.Join(orNone(reg.Names()), ", "))
 	default:

@@ -9,11 +9,13 @@ package driver
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/polyccm/polyccm/core/cloudapi"
+	"github.com/polyccm/polyccm/core/suggest"
 )
 
 // Capability is a part of the cloud-controller contract a driver provides.
@@ -144,13 +146,24 @@ type NotCompiledError struct {
 	Have []string
 }
 
+// Known is every driver polyccm has, compiled into this binary or not
+// (drivers/<name>; a test keeps the list in step with the tree). It tells
+// a driver a rebuild would bring from a name that is no driver at all.
+var Known = []string{"aws", "digitalocean", "gce"}
+
 func (e *NotCompiledError) Error() string {
 	have := "none"
 	if len(e.Have) > 0 {
 		have = strings.Join(e.Have, ", ")
 	}
-	if !nameRE.MatchString(e.Name) {
-		return fmt.Sprintf("there is no driver %q; this binary has: %s", e.Name, have)
+	if !slices.Contains(Known, e.Name) {
+		msg := fmt.Sprintf("%q is not a polyccm driver", e.Name)
+		if near := suggest.Closest(e.Name, Known, 2); near != "" && e.Name != "" {
+			msg += "; did you mean " + near + "?"
+		} else {
+			msg += "."
+		}
+		return msg + fmt.Sprintf(" polyccm's drivers are %s; this binary has: %s", strings.Join(Known, ", "), have)
 	}
 	want := append([]string{e.Name}, e.Have...)
 	sort.Strings(want)

@@ -3,6 +3,7 @@ package driver_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -137,15 +138,32 @@ func TestGetMissing(t *testing.T) {
 		notWant []string
 	}{
 		{
-			name: "identifier, others compiled",
+			// A driver polyccm has, left out of this build: a rebuild brings it.
+			name: "known driver, others compiled",
 			have: []string{"digitalocean", "aws"},
-			ask:  "hetzner",
+			ask:  "gce",
 			want: []string{
-				`driver "hetzner" is not compiled into this binary`,
+				`driver "gce" is not compiled into this binary`,
 				"it has: aws, digitalocean.",
-				"`make build DRIVERS=aws,digitalocean,hetzner`",
-				"-tags custom,drivers.aws,drivers.digitalocean,drivers.hetzner",
+				"`make build DRIVERS=aws,digitalocean,gce`",
+				"-tags custom,drivers.aws,drivers.digitalocean,drivers.gce",
 			},
+		},
+		{
+			// No build has it: advising one would send the operator on a
+			// rebuild that cannot work.
+			name:    "no such driver",
+			have:    []string{"digitalocean", "aws"},
+			ask:     "hetzner",
+			want:    []string{`"hetzner" is not a polyccm driver`, "polyccm's drivers are aws, digitalocean, gce", "this binary has: aws, digitalocean"},
+			notWant: []string{"make build", "-tags", "did you mean"},
+		},
+		{
+			name:    "misspelt driver",
+			have:    []string{"digitalocean"},
+			ask:     "digtalocean",
+			want:    []string{`"digtalocean" is not a polyccm driver; did you mean digitalocean?`},
+			notWant: []string{"make build"},
 		},
 		{
 			name: "identifier, none compiled",
@@ -158,14 +176,14 @@ func TestGetMissing(t *testing.T) {
 			name:    "not an identifier",
 			have:    []string{"aws"},
 			ask:     "Digital-Ocean",
-			want:    []string{`there is no driver "Digital-Ocean"; this binary has: aws`},
+			want:    []string{`"Digital-Ocean" is not a polyccm driver; did you mean digitalocean?`, "this binary has: aws"},
 			notWant: []string{"make build", "-tags"},
 		},
 		{
 			name:    "empty name",
 			ask:     "",
-			want:    []string{`there is no driver ""; this binary has: none`},
-			notWant: []string{"make build"},
+			want:    []string{`"" is not a polyccm driver`, "this binary has: none"},
+			notWant: []string{"make build", "did you mean"},
 		},
 	}
 	for _, tt := range tests {
@@ -229,5 +247,23 @@ func TestBuildTags(t *testing.T) {
 		if got := driver.BuildTags(tt.names); got != tt.want {
 			t.Errorf("BuildTags(%v) = %q, want %q", tt.names, got, tt.want)
 		}
+	}
+}
+
+// Known is every driver in the tree: a new one under drivers/ must be
+// listed, or a config naming it would be told it is no driver at all.
+func TestKnownMatchesTheTree(t *testing.T) {
+	entries, err := os.ReadDir("../../drivers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tree []string
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != "all" {
+			tree = append(tree, e.Name())
+		}
+	}
+	if !slices.Equal(tree, driver.Known) {
+		t.Errorf("drivers/ holds %v, driver.Known lists %v", tree, driver.Known)
 	}
 }
