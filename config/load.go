@@ -437,6 +437,11 @@ func (l *loader) checkSecrets(cfg *Config) {
 					l.probs.addErr(key, err)
 				}
 			}
+			if where := l.explicit[key+".value"]; s.IsInline() && strings.HasPrefix(where, "environment variable ") {
+				l.warnings = append(l.warnings, fmt.Sprintf(
+					"%s gives the secret %s inline; environment files such as /etc/default/polyccm are often readable by others: give it as {file:}, {credential:} (systemd LoadCredential=), or {env:} set from a protected source",
+					where, key))
+			}
 			if s.IsInline() && l.fileMode&0o077 != 0 && l.explicit[key+".value"] == l.src.Path {
 				l.warnings = append(l.warnings, fmt.Sprintf(
 					"%s holds an inline secret at %s but is readable by group or others (mode %#o): run `chmod 600 %s`, or give the secret as {file:}, {env:} or {credential:}",

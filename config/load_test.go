@@ -501,16 +501,51 @@ func TestLoadInlineSecretWarning(t *testing.T) {
 	}
 }
 
-func TestLoadInlineSecretFromEnvNoWarning(t *testing.T) {
+func TestLoadInlineSecretFromEnvWarns(t *testing.T) {
 	// The file is world-readable but the inline value came from the
-	// environment, not the file.
+	// environment, not the file: no chmod advice for the file, but a
+	// warning that environment files (systemd's EnvironmentFile, often
+	// world-readable) are no place for a secret.
 	path := writeFile(t, "driver: testcloud\n", 0o644)
 	_, warnings, err := Load(Source{Path: path, Environ: []string{"POLYCCM_DRIVERS__TESTCLOUD__TOKEN__VALUE=tok"}, Registry: testRegistry()})
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	if len(warnings) != 0 {
-		t.Errorf("warnings = %q, want none", warnings)
+	if len(warnings) != 1 || strings.Contains(warnings[0], "chmod") || strings.Contains(warnings[0], "tok ") {
+		t.Fatalf("warnings = %q, want one about the environment", warnings)
+	}
+	for _, w := range []string{"POLYCCM_DRIVERS__TESTCLOUD__TOKEN__VALUE", "drivers.testcloud.token", "/etc/default/polyccm", "{file:}"} {
+		if !strings.Contains(warnings[0], w) {
+			t.Errorf("warning %q does not contain %q", warnings[0], w)
+		}
+	}
+	// A reference through the environment is fine.
+	_, warnings, err = Load(Source{Path: path, Environ: []string{"POLYCCM_DRIVERS__TESTCLOUD__TOKEN__FILE=" + writeFile(t, "tok\n", 0o600)}, Registry: testRegistry()})
+	if err != nil || len(warnings) != 0 {
+		t.Errorf("a {file:} override: %v, warnings %q", err, warnings)
+	}
+}
+
+// A URL's credentials never show: config show redacts them, and a URL that
+// carries them is refused, since SDKs print request URLs whole in errors.
+func TestURLCredentialsAreNotShown(t *testing.T) {
+	if got := RedactURL("https://ops:hunter2@proxy.example/v2"); got != "https://REDACTED@proxy.example/v2" {
+		t.Errorf("RedactURL = %q", got)
+	}
+	if got := RedactURL("https://api.example/v2?x=a@b"); got != "https://api.example/v2?x=a@b" {
+		t.Errorf("RedactURL changed a URL without credentials: %q", got)
+	}
+	for _, v := range []string{"https://ops:hunter2@proxy.example/", "https://hunter2@proxy.example/", "ftp://ops:hunter2@proxy.example/", "https://ops:hunter2@[::1/"} {
+		err := CheckURL("apiURL", v, "")
+		if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "REDACTED@") {
+			t.Errorf("CheckURL(%q) = %v, want an error that hides the credentials", v, err)
+		}
+	}
+	c := Defaults()
+	c.Kubeconfig = "https://ops:hunter2@example/"
+	out, err := Render(c)
+	if err != nil || strings.Contains(string(out), "hunter2") {
+		t.Errorf("Render shows the password: %s, %v", out, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -122,18 +123,34 @@ func joinKey(prefix, key string) string {
 
 // CheckURL returns a Problem under key unless v is an absolute http(s)
 // URL, as every endpoint override must be; like, if set, is an example
-// for the message.
+// for the message. A URL may not carry credentials (user:password@): the
+// cloud's token or keys authenticate, so polyccm would never send them,
+// but SDKs print request URLs whole in their errors, and from there they
+// would reach logs and events.
 func CheckURL(key, v, like string) error {
 	u, err := url.Parse(v)
+	if err == nil && u.User != nil {
+		return Problem{Key: key, Msg: fmt.Sprintf("%q holds credentials before the host; polyccm never sends them (the cloud credentials authenticate) and they would show in error messages: remove them", RedactURL(v))}
+	}
 	if err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
 		return nil
 	}
-	msg := fmt.Sprintf("%q must be an absolute http(s) URL", v)
+	msg := fmt.Sprintf("%q must be an absolute http(s) URL", RedactURL(v))
 	if err != nil {
-		msg = fmt.Sprintf("%q is not a URL (%v): it must be an absolute http(s) URL", v, err)
+		msg = fmt.Sprintf("%q is not a URL: it must be an absolute http(s) URL", RedactURL(v))
 	}
 	if like != "" {
 		msg += " like " + like
 	}
 	return Problem{Key: key, Msg: msg}
+}
+
+// userinfoRE finds the credentials part of a URL, even one url.Parse
+// refuses.
+var userinfoRE = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@`)
+
+// RedactURL replaces the credentials of a URL (user:password@, or a token
+// as the user) with REDACTED, for anything that prints a config value.
+func RedactURL(s string) string {
+	return userinfoRE.ReplaceAllString(s, "${1}REDACTED@")
 }

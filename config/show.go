@@ -83,7 +83,8 @@ func node(v reflect.Value) *yaml.Node {
 		}
 		return s
 	case reflect.String:
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v.String()}
+		// A URL's credentials are secrets outside the secret mechanism.
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: RedactURL(v.String())}
 	case reflect.Bool:
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(v.Bool())}
 	case reflect.Int, reflect.Int32, reflect.Int64:
