@@ -23,6 +23,7 @@ import (
 
 	"github.com/polyccm/polyccm/config"
 	"github.com/polyccm/polyccm/core/driver"
+	"github.com/polyccm/polyccm/core/redact"
 	"github.com/polyccm/polyccm/core/runner"
 	"github.com/polyccm/polyccm/core/version"
 	_ "github.com/polyccm/polyccm/drivers/all" // the drivers the build tags select
@@ -220,11 +221,16 @@ func runCmd(ctx context.Context, configPath string, stderr io.Writer) error {
 	return nil
 }
 
+// setUpLogging applies the logging settings. Both formats write through
+// core/redact: at verbosity 8 and above client-go logs request and
+// response bodies, and the secure port's delegated authentication puts
+// the bearer token of every /metrics caller in one.
 func setUpLogging(l config.Logging) error {
 	c := logsapi.NewLoggingConfiguration()
 	c.Verbosity = logsapi.VerbosityLevel(l.Verbosity)
 	c.Format = l.Format
-	if err := logsapi.ValidateAndApply(c, utilfeature.DefaultFeatureGate); err != nil {
+	opts := &logsapi.LoggingOptions{ErrorStream: redact.Writer(os.Stderr), InfoStream: redact.Writer(os.Stdout)}
+	if err := logsapi.ValidateAndApplyWithOptions(c, opts, utilfeature.DefaultFeatureGate); err != nil {
 		return fmt.Errorf("logging: %w", err)
 	}
 	return nil

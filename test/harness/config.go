@@ -29,6 +29,7 @@ type Settings struct {
 	ConcurrentSyncs       int           // default 20
 	CloudQPS              float64       // default 50
 	Verbosity             int           // default 2
+	LogFormat             string        // default text
 }
 
 // Config renders s as a polyccm YAML config.
@@ -70,7 +71,10 @@ func (s Settings) Config() string {
 	fmt.Fprintf(&b, "serving:\n  bindAddress: 127.0.0.1\n  securePort: %d\n", s.Port)
 	fmt.Fprintf(&b, "kubeAPI:\n  qps: 500\n  burst: 1000\n")
 	fmt.Fprintf(&b, "cloudAPI:\n  qps: %g\n  burst: %d\n  cacheTTL: %s\n  timeout: 10s\n", s.CloudQPS, int(s.CloudQPS*2), s.CacheTTL)
-	fmt.Fprintf(&b, "logging:\n  verbosity: %d\n", s.Verbosity)
+	if s.LogFormat == "" {
+		s.LogFormat = "text"
+	}
+	fmt.Fprintf(&b, "logging:\n  verbosity: %d\n  format: %s\n", s.Verbosity, s.LogFormat)
 	fmt.Fprintf(&b, "drivers:\n  %s:\n%s\n", s.Driver, indent(s.DriverBlock, "    "))
 	if s.Extra != "" {
 		fmt.Fprintf(&b, "%s\n", s.Extra)
