@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/app"
 	cloudcontrollerconfig "k8s.io/cloud-provider/app/config"
@@ -27,8 +28,13 @@ var servingCSRController = app.ControllerInitFuncConstructor{
 				klog.InfoS("Controller not started: the driver has no instances to verify addresses with", "controller", servingcsr.ControllerName, "driver", cloud.ProviderName())
 				return nil, false, nil
 			}
+			kube := cc.ClientBuilder.ClientOrDie(ic.ClientName)
+			checkAccess(ctx, kube, servingcsr.ControllerName, "system:polyccm:kubelet-serving-csr-approver", "packaging/kubernetes/rbac-kubelet-serving-csr.yaml", []authorizationv1.ResourceAttributes{
+				{Group: "certificates.k8s.io", Resource: "certificatesigningrequests", Verb: "watch"},
+				{Group: "certificates.k8s.io", Resource: "certificatesigningrequests", Subresource: "approval", Verb: "update"},
+			})
 			c, err := servingcsr.New(servingcsr.Options{
-				Client:    cc.ClientBuilder.ClientOrDie(ic.ClientName),
+				Client:    kube,
 				Nodes:     cc.SharedInformers.Core().V1().Nodes(),
 				Instances: inst,
 				Recorder:  cc.EventRecorder,

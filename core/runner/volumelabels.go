@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/app"
 	cloudcontrollerconfig "k8s.io/cloud-provider/app/config"
@@ -27,8 +28,13 @@ var volumeLabelsController = app.ControllerInitFuncConstructor{
 				klog.InfoS("Controller idle: the driver cannot look up disks, so PersistentVolumes are not labelled", "controller", volumelabels.ControllerName, "driver", cp.ProviderName())
 				return nil, false, nil
 			}
+			kube := cc.ClientBuilder.ClientOrDie(ic.ClientName)
+			checkAccess(ctx, kube, volumelabels.ControllerName, "system:polyccm:volume-labeller", "packaging/kubernetes/rbac-volume-labels.yaml", []authorizationv1.ResourceAttributes{
+				{Resource: "persistentvolumes", Verb: "watch"},
+				{Resource: "persistentvolumes", Verb: "patch"},
+			})
 			vl, err := volumelabels.New(volumelabels.Options{
-				Client:            cc.ClientBuilder.ClientOrDie(ic.ClientName),
+				Client:            kube,
 				PersistentVolumes: cc.SharedInformers.Core().V1().PersistentVolumes(),
 				Volumes:           c.volumes,
 				Recorder:          cc.EventRecorder,

@@ -35,7 +35,14 @@ const (
 	controlPlaneTaint  = "node-role.kubernetes.io/control-plane"
 )
 
-var manifests = []string{rbacPath, staticPodPath, daemonSetPath}
+// The optional controllers' opt-in roles, each granting what its
+// controller alone needs.
+const (
+	csrRBACPath    = "packaging/kubernetes/rbac-kubelet-serving-csr.yaml"
+	volumeRBACPath = "packaging/kubernetes/rbac-volume-labels.yaml"
+)
+
+var manifests = []string{rbacPath, staticPodPath, daemonSetPath, csrRBACPath, volumeRBACPath}
 
 // Each manifest passes the API server's validation and admission with
 // server-side apply, dry-run: the static pod as a Pod in kube-system.
@@ -449,7 +456,9 @@ type rbac struct {
 	clusterRoleBindings []rbacv1.ClusterRoleBinding
 }
 
-func loadRBAC(t *testing.T) rbac {
+func loadRBAC(t *testing.T) rbac { return loadRBACFile(t, rbacPath) }
+
+func loadRBACFile(t *testing.T, rbacPath string) rbac {
 	t.Helper()
 	var r rbac
 	for kindName, doc := range documents(t, rbacPath) {
@@ -572,4 +581,51 @@ func TestRBAC(t *testing.T) {
 		t.Errorf("no Role lets polyccm update the Lease %s/%s (leaderElection's default)", le.Namespace, le.LeaseName)
 	}
 	checkBoundServiceAccount(t, "kube-system", "polyccm")
+}
+
+// The optional controllers' permissions are opt-in: rbac.yaml alone grants
+// neither approving kubelet serving certificates nor labelling
+// PersistentVolumes, and each opt-in file grants only its controller's
+// rules, bound to both of polyccm's identities.
+func TestOptionalControllersRBACIsOptIn(t *testing.T) {
+	base := loadRBAC(t)
+	for _, cr := range base.clusterRoles {
+		for _, rule := range cr.Rules {
+			for _, res := range rule.Resources {
+				if strings.HasPrefix(res, "certificatesigningrequests") || res == "signers" || res == "persistentvolumes" {
+					t.Errorf("%s: ClusterRole %s grants %v on %s, which only an optional controller needs", rbacPath, cr.Name, rule.Verbs, res)
+				}
+			}
+		}
+	}
+	for path, want := range map[string][]string{
+		csrRBACPath:    {"certificatesigningrequests", "certificatesigningrequests/approval", "signers"},
+		volumeRBACPath: {"persistentvolumes"},
+	} {
+		r := loadRBACFile(t, path)
+		if len(r.clusterRoles) != 1 || len(r.clusterRoleBindings) != 1 || len(r.roles)+len(r.roleBindings)+len(r.serviceAccounts) != 0 {
+			t.Errorf("%s: want one ClusterRole and its binding, got %+v", path, r)
+			continue
+		}
+		var got []string
+		for _, rule := range r.clusterRoles[0].Rules {
+			got = append(got, rule.Resources...)
+			if slices.Contains(rule.Verbs, "*") || slices.Contains(rule.Resources, "*") || slices.Contains(rule.Verbs, "sign") {
+				t.Errorf("%s: %+v", path, rule)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s grants %v, want %v", path, got, want)
+		}
+		b := r.clusterRoleBindings[0]
+		if b.RoleRef.Name != r.clusterRoles[0].Name {
+			t.Errorf("%s binds %s, not its own role %s", path, b.RoleRef.Name, r.clusterRoles[0].Name)
+		}
+		for _, s := range []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: harness.PolyccmUser}, {Kind: rbacv1.ServiceAccountKind, Name: "polyccm", Namespace: "kube-system"}} {
+			if !hasSubject(b.Subjects, s) {
+				t.Errorf("%s does not bind %s %s", path, s.Kind, s.Name)
+			}
+		}
+	}
 }

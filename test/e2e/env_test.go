@@ -68,9 +68,44 @@ func (e *env) run(s harness.Settings, extraEnv []string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	s.Kubeconfig, s.Port = cp.PolyccmKubeconfig, port
+	if s.Kubeconfig == "" {
+		s.Kubeconfig = cp.PolyccmKubeconfig
+	}
+	s.Port = port
+	// The optional controllers' permissions are opt-in roles, granted as
+	// an operator would: only for a polyccm that runs them.
+	for controller, file := range map[string]string{
+		"kubeletServingCSR: true": "rbac-kubelet-serving-csr.yaml",
+		"volumeLabels: true":      "rbac-volume-labels.yaml",
+	} {
+		if strings.Contains(s.Controllers, controller) {
+			grantOptional(e.t, file)
+		}
+	}
 	e.opts = harness.CCMOptions{Bin: polyccmBin, Dir: e.dir, Config: s.Config(), Port: port, Env: extraEnv}
 	e.start()
+}
+
+// grantOptional applies one of the opt-in RBAC files of
+// packaging/kubernetes for the test, and takes it away after.
+func grantOptional(t *testing.T, file string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "packaging", "kubernetes", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.Apply(context.Background(), data, false); err != nil {
+		t.Fatalf("applying %s: %v", file, err)
+	}
+	name := "system:polyccm:" + map[string]string{
+		"rbac-kubelet-serving-csr.yaml": "kubelet-serving-csr-approver",
+		"rbac-volume-labels.yaml":       "volume-labeller",
+	}[file]
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = cp.Admin.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
+		_ = cp.Admin.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})
+	})
 }
 
 func (e *env) start() {
