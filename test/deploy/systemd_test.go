@@ -3,6 +3,7 @@ package deploy
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -40,13 +41,19 @@ var unitCredentials = map[string]string{
 	"drivers.gce.credentials":     "gce-credentials.json",
 }
 
-// systemdAnalyze returns the path of systemd-analyze, failing t if it is
-// not installed: these checks must not pass by not running.
+// systemdAnalyze returns the path of systemd-analyze. Without it the
+// test is skipped (the unit's other checks run in Go), unless
+// CCMTEST_REQUIRE_PKGTOOLS is set, as CI sets it: there these checks must
+// not pass by not running.
 func systemdAnalyze(t *testing.T) string {
 	t.Helper()
 	p, err := exec.LookPath("systemd-analyze")
 	if err != nil {
-		t.Fatalf("systemd-analyze not found (%v): install systemd (apt-get install systemd; .ci/run does) to check %s", err, unitPath)
+		msg := fmt.Sprintf("systemd-analyze not found (%v): install systemd (apt-get install systemd; .ci/run does) to check %s", err, unitPath)
+		if os.Getenv("CCMTEST_REQUIRE_PKGTOOLS") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
 	}
 	return p
 }

@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	debversion "github.com/knqyf263/go-deb-version"
+	rpmutils "github.com/sassoftware/go-rpmutils"
+
 	"github.com/polyccm/polyccm/packaging/pkgversion"
 )
 
@@ -12,7 +15,7 @@ import (
 // its release, commits after a tag after it, a dev build before the first
 // release.
 func TestPackageVersionsSortLikeTheCommits(t *testing.T) {
-	requireTools(t, "dpkg", "rpm")
+	dpkg, rpm := pkgTool(t, "dpkg"), pkgTool(t, "rpm")
 	ordered := []string{
 		"v0.1.0-dev+abc1234",
 		"v0.1.0-dev+abc1234.dirty",
@@ -38,15 +41,29 @@ func TestPackageVersionsSortLikeTheCommits(t *testing.T) {
 	}
 	for i := 0; i+1 < len(pkg); i++ {
 		a, b := pkg[i], pkg[i+1]
-		if _, _, err := runErr("", nil, "dpkg", "--compare-versions", a, "lt", b); err != nil {
-			t.Errorf("dpkg: %s (%s) does not sort before %s (%s)", a, ordered[i], b, ordered[i+1])
-		}
 		// rpm compares version and release separately; the release is the
 		// same, so comparing the versions is enough.
 		va, vb := strings.TrimSuffix(a, "-1"), strings.TrimSuffix(b, "-1")
-		out := run(t, "", "rpm", "--eval", `%{lua:print(rpm.vercmp("`+va+`", "`+vb+`"))}`)
-		if strings.TrimSpace(out) != "-1" {
-			t.Errorf("rpm: %s (%s) does not sort before %s (%s): vercmp says %s", va, ordered[i], vb, ordered[i+1], strings.TrimSpace(out))
+		// Debian's and rpm's ordering rules, in Go.
+		da, errA := debversion.NewVersion(a)
+		db, errB := debversion.NewVersion(b)
+		if errA != nil || errB != nil || !da.LessThan(db) {
+			t.Errorf("Debian order: %s (%s) does not sort before %s (%s) (%v, %v)", a, ordered[i], b, ordered[i+1], errA, errB)
+		}
+		if rpmutils.Vercmp(va, vb) != -1 {
+			t.Errorf("rpm order: %s (%s) does not sort before %s (%s)", va, ordered[i], vb, ordered[i+1])
+		}
+		// And the tools themselves, where installed.
+		if dpkg {
+			if _, _, err := runErr("", nil, "dpkg", "--compare-versions", a, "lt", b); err != nil {
+				t.Errorf("dpkg: %s (%s) does not sort before %s (%s)", a, ordered[i], b, ordered[i+1])
+			}
+		}
+		if rpm {
+			out := run(t, "", "rpm", "--eval", `%{lua:print(rpm.vercmp("`+va+`", "`+vb+`"))}`)
+			if strings.TrimSpace(out) != "-1" {
+				t.Errorf("rpm: %s (%s) does not sort before %s (%s): vercmp says %s", va, ordered[i], vb, ordered[i+1], strings.TrimSpace(out))
+			}
 		}
 	}
 }
