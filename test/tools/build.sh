@@ -60,20 +60,51 @@ build() {
 		fi
 		echo "${dest} does not report \"${want}\" in its --version output; rebuilding"
 	fi
-	echo "building ${name} ${version} (${estimate})..."
+	echo "building ${name} ${version} (${estimate}; a progress line every ${interval}s)..."
 	# tmp is global so the EXIT trap, which removes the temporary file if the
 	# build fails or is interrupted, sees it wherever the script exits.
 	tmp="${dest}.tmp.$$"
 	trap 'rm -f "${tmp}"' EXIT
 	local start=${SECONDS}
-	(cd "${here}" && CGO_ENABLED=0 go build "$@" -o "${tmp}" "${pkg}")
+	local total
+	total="$(cd "${here}" && CGO_ENABLED=0 go list -deps "${pkg}" | wc -l)"
+	# -v names each package as it is compiled (cached ones are not): the
+	# count, against every package the binary needs, is the progress.
+	(cd "${here}" && CGO_ENABLED=0 go build -v "$@" -o "${tmp}" "${pkg}" 2>&1) | progress "${name}" "${total}" "${start}"
 	mv -f "${tmp}" "${dest}"
 	trap - EXIT
 	echo "built ${name} ${version} in $((SECONDS - start))s"
 }
 
+# interval is how often progress reports, in seconds.
+interval="${CCMTEST_TOOLS_PROGRESS_SECONDS:-30}"
+
+# progress NAME TOTAL START reads `go build -v` output: package paths as
+# they are compiled, "go: downloading" lines, and errors, which pass
+# through. Every interval seconds, even while the compiler is silent in a
+# big package, it says how far the build is.
+progress() {
+	local name="$1" total="$2" start="$3" compiled=0 downloaded=0 last=${SECONDS} line rc
+	while true; do
+		if IFS= read -r -t "${interval}" line; then
+			case "${line}" in
+			"go: downloading "*) downloaded=$((downloaded + 1)) ;;
+			*[[:space:]:]*) printf '%s\n' "${line}" >&2 ;; # an error, or a note from go
+			*) compiled=$((compiled + 1)) ;;
+			esac
+		else
+			rc=$?
+			((rc > 128)) || break # end of output; a timeout goes on
+		fi
+		if ((SECONDS - last >= interval)); then
+			last=${SECONDS}
+			echo "  ${name}: ${compiled} of ${total} packages compiled (${downloaded} modules downloaded), $((SECONDS - start))s"
+		fi
+	done
+}
+
 build kube-apiserver "${kube_version}" k8s.io/kubernetes/cmd/kube-apiserver \
-	"about 5 minutes on 2 cores" "Kubernetes ${kube_version}" -ldflags="${kube_ldflags# }"
+	"8 to 30 minutes on 2 cores, depending on load" "Kubernetes ${kube_version}" -ldflags="${kube_ldflags# }"
 build etcd "${etcd_version}" go.etcd.io/etcd/server/v3 \
 	"about 1-2 minutes on 2 cores" "etcd Version: ${etcd_version#v}"
 
