@@ -41,12 +41,18 @@ ifneq ($(UNKNOWN_DRIVERS),)
 $(error DRIVERS: no driver named "$(UNKNOWN_DRIVERS)"; drivers in this tree: $(KNOWN_DRIVERS))
 endif
 
+# component-base's version is the Kubernetes release of the libraries
+# (k8s.io/component-base v0.37.2 is Kubernetes v1.37.2), not polyccm's: it
+# is the binary version Kubernetes' feature gates are versioned against, and
+# stamped with polyccm's v0.x it turned off every gate introduced since
+# (logging.format: json among them).
 CBV := k8s.io/component-base/version
+KUBE_VERSION := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/component-base 2>/dev/null | sed 's/^v0\./v1./')
 LDFLAGS := -s -w \
 	-X $(MODULE)/core/version.Version=$(VERSION) \
 	-X $(MODULE)/core/version.Commit=$(COMMIT) \
 	-X $(MODULE)/core/version.Date=$(DATE) \
-	-X $(CBV).gitVersion=$(VERSION) \
+	-X $(CBV).gitVersion=$(KUBE_VERSION) \
 	-X $(CBV).gitCommit=$(COMMIT) \
 	-X $(CBV).gitTreeState=$(TREE) \
 	-X $(CBV).buildDate=$(DATE)
