@@ -491,10 +491,13 @@ func statusShows(svc *v1.Service, addrs []string) string {
 }
 
 // CheckAddresses refuses addresses (IPs, allocation IDs) that svc asks for
-// through via (e.g. "spec.loadBalancerIP") when another Service's load
-// balancer holds them: held returns what a Service's load balancer holds
-// (its status addresses, say). The refusal is a *NotOwnedError after a
-// Warning event on svc; the other Service is left as it is.
+// through via (e.g. "spec.loadBalancerIP") when the load balancer of a
+// Service in another namespace holds them: held returns what a Service's
+// load balancer holds (its status addresses, say). Services of one
+// namespace, one tenant, may share an address where the cloud allows it
+// (a TCP and a UDP Service on one static IP, as upstream CCMs allow). The
+// refusal is a *NotOwnedError after a Warning event on svc; the other
+// Service is left as it is.
 func (ow *Ownership) CheckAddresses(ctx context.Context, svc *v1.Service, via string, want []string, held func(*v1.Service) []string) error {
 	if len(want) == 0 {
 		return nil
@@ -505,7 +508,7 @@ func (ow *Ownership) CheckAddresses(ctx context.Context, svc *v1.Service, via st
 	}
 	slices.SortFunc(all, func(a, b *v1.Service) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
 	for _, o := range all {
-		if o.UID == svc.UID {
+		if o.UID == svc.UID || o.Namespace == svc.Namespace {
 			continue
 		}
 		for _, h := range held(o) {
@@ -544,4 +547,17 @@ func (ow *Ownership) Refuse(svc *v1.Service, what, why, fix string) error {
 	err := &NotOwnedError{Service: svc.Namespace + "/" + svc.Name, Resource: what, Why: why, Fix: fix}
 	ow.event(svc, v1.EventTypeWarning, ReasonNotOwned, err.Error())
 	return err
+}
+
+// ServiceByUIDMark returns the Service of the cluster whose UID a resource
+// name was derived from (see UIDMark), or nil.
+func (ow *Ownership) ServiceByUIDMark(ctx context.Context, mark string) (*v1.Service, error) {
+	if mark == "" {
+		return nil, nil
+	}
+	all, err := ow.services(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return byUID(all, mark), nil
 }

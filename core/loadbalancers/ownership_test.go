@@ -295,8 +295,11 @@ func TestCheckAddresses(t *testing.T) {
 	if evs := e.events(); len(evs) != 1 {
 		t.Errorf("events %q, want one", evs)
 	}
-	// The holder itself may keep asking for its address.
-	if err := e.own.CheckAddresses(context.Background(), holder, "spec.loadBalancerIP", []string{"198.51.100.7"}, loadbalancers.StatusAddresses); err != nil {
-		t.Fatalf("holder: %v", err)
+	// The holder itself may keep asking for its address, and a Service of
+	// its own namespace may share it (a UDP Service beside a TCP one).
+	for _, s := range []*v1.Service{holder, service("team-a", "web-udp", "5a5a5a5a-0000-4000-8000-000000000003", nil, "")} {
+		if err := e.own.CheckAddresses(context.Background(), s, "spec.loadBalancerIP", []string{"198.51.100.7"}, loadbalancers.StatusAddresses); err != nil {
+			t.Errorf("%s: %v", s.Name, err)
+		}
 	}
 }

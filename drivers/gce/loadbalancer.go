@@ -345,9 +345,22 @@ func (l *loadBalancers) checkAddress(ctx context.Context, cl *clients, env *envi
 	}
 	for _, a := range addrs {
 		for _, u := range a.GetUsers() {
-			if name := lastSegment(u); name != spec.base {
-				return l.own.Refuse(svc, "GCE address "+spec.ip, fmt.Sprintf("the reserved address %s is used by forwarding rule %s, which is not this Service's", a.GetName(), name), "change spec.loadBalancerIP to an address no other load balancer uses")
+			name := lastSegment(u)
+			if name == spec.base {
+				continue
 			}
+			// A rule of a Service of the same namespace may share it (a TCP
+			// and a UDP Service on one address); anything else may not.
+			if strings.HasPrefix(name, l.c.prefix) {
+				o, err := l.own.ServiceByUIDMark(ctx, loadbalancers.UIDMark(strings.TrimPrefix(name, l.c.prefix)))
+				if err != nil {
+					return err
+				}
+				if o != nil && o.Namespace == svc.Namespace {
+					continue
+				}
+			}
+			return l.own.Refuse(svc, "GCE address "+spec.ip, fmt.Sprintf("the reserved address %s is used by forwarding rule %s, which is not this Service's", a.GetName(), name), "change spec.loadBalancerIP to an address no other load balancer uses")
 		}
 	}
 	return nil

@@ -429,6 +429,15 @@ func TestGCETakeoverIsRefused(t *testing.T) {
 	if got := e.live(); !mapsEqual(got, liveBefore) {
 		t.Errorf("live resources %v after the tenant left, want %v", got, liveBefore)
 	}
+
+	// Within one namespace, Services may share a static address on other
+	// ports, as upstream allows (a UDP Service beside a TCP one).
+	nsService(t, victimNS, "dns", nil, withIP(victimIP), udp(53))
+	if got := waitNSIngress(t, victimNS, "dns", 90*time.Second).Status.LoadBalancer.Ingress[0].IP; got != victimIP {
+		t.Errorf("the UDP Service beside the victim serves on %s, want the shared %s", got, victimIP)
+	}
+	sameStatus(t, web)
+	deleteNSServiceAndWait(t, victimNS, "dns", 60*time.Second)
 }
 
 func ptrTo[T any](v T) *T { return &v }
