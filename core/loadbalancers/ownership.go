@@ -220,9 +220,8 @@ const (
 // decision is the rule's answer with its grounds.
 type decision struct {
 	verdict Verdict
-	why     string      // the grounds, for messages
-	other   *v1.Service // the Service it belongs to, if another
-	fix     string      // what to do, for a refusal
+	why     string // the grounds, for messages
+	fix     string // what to do, for a refusal
 	// unproven: decided for want of proof either way (only annotations
 	// point at it), so proof that turns up may change it.
 	unproven bool
@@ -365,17 +364,17 @@ func decide(svc *v1.Service, r Resource, all []*v1.Service, o Options) decision 
 	if r.Via != "" {
 		removeVia = "remove " + r.Via + " from this Service"
 	}
-	refuse := func(other *v1.Service, fix, format string, args ...any) decision {
-		return decision{verdict: Refused, other: other, why: fmt.Sprintf(format, args...), fix: fix}
+	refuse := func(fix, format string, args ...any) decision {
+		return decision{verdict: Refused, why: fmt.Sprintf(format, args...), fix: fix}
 	}
 
 	// 1. Another cluster's.
 	switch {
 	case r.OurCluster:
 	case r.OtherCluster != "":
-		return refuse(nil, removeVia, "it is marked as cluster %q's, not this cluster's%s", r.OtherCluster, notMarked)
+		return refuse(removeVia, "it is marked as cluster %q's, not this cluster's%s", r.OtherCluster, notMarked)
 	case r.Shared:
-		return refuse(nil, removeVia, "this cluster only shares it (it is marked shared, not owned), and polyccm changes only what the cluster owns%s", notMarked)
+		return refuse(removeVia, "this cluster only shares it (it is marked shared, not owned), and polyccm changes only what the cluster owns%s", notMarked)
 	}
 
 	// 2. The resource's own marks name a Service.
@@ -385,9 +384,9 @@ func decide(svc *v1.Service, r Resource, all []*v1.Service, o Options) decision 
 			markedThis = true
 		} else {
 			if o := byUID(others, r.UIDMark); o != nil {
-				return refuse(o, removeVia, "its name was derived from the UID of Service %s/%s%s", o.Namespace, o.Name, notMarked)
+				return refuse(removeVia, "its name was derived from the UID of Service %s/%s%s", o.Namespace, o.Name, notMarked)
 			}
-			return refuse(nil, removeVia, "its name was derived from the UID of a Service that is not in this cluster (another cluster's, or one deleted without its load balancer)%s", notMarked)
+			return refuse(removeVia, "its name was derived from the UID of a Service that is not in this cluster (another cluster's, or one deleted without its load balancer)%s", notMarked)
 		}
 	}
 	if r.Service != "" {
@@ -395,13 +394,13 @@ func decide(svc *v1.Service, r Resource, all []*v1.Service, o Options) decision 
 		case r.Service == key:
 			markedThis = true
 		case markedThis:
-			return refuse(nil, "fix or remove the mark on the cloud resource", "its name was derived from this Service's UID but its marks name Service %s%s", r.Service, notMarked)
+			return refuse("fix or remove the mark on the cloud resource", "its name was derived from this Service's UID but its marks name Service %s%s", r.Service, notMarked)
 		default:
 			o := byKey(others, r.Service)
 			if o != nil {
-				return refuse(o, removeVia, "its marks name Service %s%s", r.Service, notMarked)
+				return refuse(removeVia, "its marks name Service %s%s", r.Service, notMarked)
 			}
-			return refuse(nil, removeVia, "its marks name Service %s, which is not this one%s", r.Service, notMarked)
+			return refuse(removeVia, "its marks name Service %s, which is not this one%s", r.Service, notMarked)
 		}
 	}
 	if markedThis {
@@ -411,7 +410,7 @@ func decide(svc *v1.Service, r Resource, all []*v1.Service, o Options) decision 
 			if adopt {
 				return decision{verdict: Adopted, why: "it carries no cluster mark and adopting is allowed"}
 			}
-			return refuse(nil, unmarkedFix, "it carries no mark of this cluster, and polyccm adopts such a resource only when %s is true%s", AdoptKey, notMarked)
+			return refuse(unmarkedFix, "it carries no mark of this cluster, and polyccm adopts such a resource only when %s is true%s", AdoptKey, notMarked)
 		}
 		return decision{verdict: Owned, why: "its own marks name this Service"}
 	}
@@ -419,12 +418,12 @@ func decide(svc *v1.Service, r Resource, all []*v1.Service, o Options) decision 
 	// 3. Another Service's proof: polyccm's record, or its status.
 	for _, o := range others {
 		if recordMatches(o, r) {
-			return refuse(o, removeVia, "polyccm recorded it as Service %s/%s's", o.Namespace, o.Name)
+			return refuse(removeVia, "polyccm recorded it as Service %s/%s's", o.Namespace, o.Name)
 		}
 	}
 	for _, o := range others {
 		if addr := statusShows(o, r.Addresses); addr != "" {
-			return refuse(o, removeVia, "Service %s/%s's status shows its address %s", o.Namespace, o.Name, addr)
+			return refuse(removeVia, "Service %s/%s's status shows its address %s", o.Namespace, o.Name, addr)
 		}
 	}
 
@@ -440,19 +439,19 @@ func decide(svc *v1.Service, r Resource, all []*v1.Service, o Options) decision 
 	d := func() decision {
 		for _, o := range others {
 			if via := asks(o, r); via != "" {
-				return refuse(o, "remove the annotation from the Service that should not have it", "Service %s/%s asks for it too (%s), and nothing shows whose it is", o.Namespace, o.Name, via)
+				return refuse("remove the annotation from the Service that should not have it", "Service %s/%s asks for it too (%s), and nothing shows whose it is", o.Namespace, o.Name, via)
 			}
 		}
 		if r.OurCluster {
 			return decision{verdict: Owned, why: "it is marked as this cluster's and no other Service claims it"}
 		}
 		if r.Marks && !adopt {
-			return refuse(nil, unmarkedFix, "it carries no mark of this cluster, and polyccm adopts such a resource only when %s is true%s", AdoptKey, notMarked)
+			return refuse(unmarkedFix, "it carries no mark of this cluster, and polyccm adopts such a resource only when %s is true%s", AdoptKey, notMarked)
 		}
 		if adopt {
 			return decision{verdict: Adopted, why: "nothing marks it and adopting is allowed"}
 		}
-		return refuse(nil,
+		return refuse(
 			fmt.Sprintf("set %s: true to take it over (see docs/load-balancer-ownership.md), or %s to get a load balancer of its own", AdoptKey, removeVia),
 			"nothing marks it as this cluster's or this Service's, and polyccm adopts such a load balancer only when %s is true", AdoptKey)
 	}()
