@@ -22,8 +22,12 @@ type Options struct {
 	Window time.Duration
 	// MaxSize closes a batch early once it holds this many keys.
 	MaxSize int
-	// Timeout bounds one Fetch (its context is not any caller's, because
-	// a batch serves many callers).
+	// Timeout bounds a whole Fetch, retries included, as a last resort
+	// (default 10 minutes). A Fetch's context is no caller's, because a
+	// batch serves many; it ends when every caller waiting on it has given
+	// up. How long one cloud call may take is the cloud client's business
+	// (cloudAPI.timeout), not the batch's: bounding the batch by it cut
+	// fetches that were retrying through throttling.
 	Timeout time.Duration
 	// MaxInFlight bounds concurrent Fetch calls. While every slot is
 	// busy, a batch whose window has passed stays open and keeps taking
@@ -48,13 +52,16 @@ type Batcher[K comparable, V any] struct {
 }
 
 type round[K comparable, V any] struct {
-	due    bool // its window has passed: fetch as soon as a slot frees
-	keys   []K
-	index  map[K]int
-	timer  *time.Timer
-	done   chan struct{}
-	values []V
-	err    error
+	due     bool // its window has passed: fetch as soon as a slot frees
+	keys    []K
+	index   map[K]int
+	timer   *time.Timer
+	waiters int // callers waiting for it
+	ctx     context.Context
+	cancel  context.CancelFunc
+	done    chan struct{}
+	values  []V
+	err     error
 }
 
 // New returns a Batcher calling fetch.
@@ -63,7 +70,7 @@ func New[K comparable, V any](fetch Fetch[K, V], o Options) *Batcher[K, V] {
 		o.MaxSize = 100
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = time.Minute
+		o.Timeout = 10 * time.Minute
 	}
 	if o.MaxInFlight <= 0 {
 		o.MaxInFlight = 4
@@ -84,6 +91,7 @@ func (b *Batcher[K, V]) Get(ctx context.Context, key K) (V, error) {
 	select {
 	case <-r.done:
 	case <-ctx.Done():
+		b.leave(r)
 		var zero V
 		return zero, ctx.Err()
 	}
@@ -98,16 +106,19 @@ func (b *Batcher[K, V]) enqueue(key K) (*round[K, V], int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if r, ok := b.inflight[key]; ok {
+		r.waiters++
 		return r, r.index[key]
 	}
 	r := b.open
 	if r == nil {
 		r = &round[K, V]{index: map[K]int{}, done: make(chan struct{})}
+		r.ctx, r.cancel = context.WithTimeout(context.Background(), b.o.Timeout)
 		b.open = r
 		if b.o.Window > 0 {
 			r.timer = time.AfterFunc(b.o.Window, func() { b.windowPassed(r) })
 		}
 	}
+	r.waiters++
 	i, ok := r.index[key]
 	if !ok {
 		i = len(r.keys)
@@ -118,6 +129,32 @@ func (b *Batcher[K, V]) enqueue(key K) (*round[K, V], int) {
 		b.closeLocked(r)
 	}
 	return r, i
+}
+
+// leave is a caller of r giving up. When the last one does, r's fetch is
+// cancelled (or never made) and its keys are forgotten, so a later caller
+// starts afresh instead of joining a fetch that is ending.
+func (b *Batcher[K, V]) leave(r *round[K, V]) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r.waiters--
+	if r.waiters > 0 {
+		return
+	}
+	r.cancel()
+	for _, k := range r.keys {
+		if b.inflight[k] == r {
+			delete(b.inflight, k)
+		}
+	}
+	if b.open == r {
+		// Not closed yet: close it, so it does not take keys it will not
+		// fetch; its run ends at once on the cancelled context.
+		b.closeLocked(r)
+		for _, k := range r.keys {
+			delete(b.inflight, k)
+		}
+	}
 }
 
 // windowPassed closes r if a fetch slot is free; if not, r stays open
@@ -166,9 +203,8 @@ func (b *Batcher[K, V]) run(r *round[K, V]) {
 	if b.o.Observe != nil {
 		b.o.Observe(len(r.keys))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), b.o.Timeout)
-	values, err := b.fetch(ctx, r.keys)
-	cancel()
+	values, err := b.fetch(r.ctx, r.keys)
+	r.cancel()
 	if err == nil && len(values) != len(r.keys) {
 		err = errMisaligned
 	}

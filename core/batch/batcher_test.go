@@ -522,3 +522,43 @@ func BenchmarkBatcher(b *testing.B) {
 		})
 	}
 }
+
+// When every caller of a fetch has given up, nobody wants its answer: its
+// context ends (so the cloud calls stop), and the next caller of the key
+// starts a fetch of its own instead of joining the dying one.
+func TestFetchEndsWhenEveryCallerGaveUp(t *testing.T) {
+	f := newBlocking()
+	b := batch.New(f.fetch, batch.Options{Window: 0, Timeout: time.Hour})
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	g1 := goGet(ctx1, b, 1)
+	f.awaitStart(t)
+	fctx := <-f.ctxs
+	p := newProbe(ctx2)
+	g2 := goGet(p, b, 1)
+	waitFor(t, p.waiting, "the second caller to join")
+
+	cancel1()
+	receive(t, g1)
+	if fctx.Err() != nil {
+		t.Fatal("the fetch ended while a caller still waited")
+	}
+	cancel2()
+	receive(t, g2)
+	select {
+	case <-fctx.Done():
+	case <-time.After(guard):
+		t.Fatal("the fetch went on with nobody waiting for it")
+	}
+
+	// A new caller gets a fetch of its own.
+	g3 := goGet(context.Background(), b, 1)
+	f.awaitStart(t)
+	close(f.release)
+	if g := receive(t, g3); g.err != nil || g.v != 10 {
+		t.Errorf("new caller got %d, %v", g.v, g.err)
+	}
+	if n := f.calls.Load(); n != 2 {
+		t.Errorf("%d fetches, want 2", n)
+	}
+}

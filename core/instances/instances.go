@@ -75,7 +75,10 @@ type Options struct {
 	BatchWindow time.Duration
 	BatchSize   int
 	CacheTTL    time.Duration
-	Timeout     time.Duration
+	// Timeout bounds a whole batched lookup, retries included, as a last
+	// resort (batch.Options.Timeout); 0 is its default. One cloud call's
+	// time is bounded by the cloud client (cloudAPI.timeout), not here.
+	Timeout time.Duration
 }
 
 // Instances is the batched, cached InstancesV2 for one driver.

@@ -53,7 +53,7 @@ func assemble(d driver.Driver, dc driver.Cloud, o instances.Options) (*cloud, er
 	}
 	if vc, ok := dc.(driver.VolumeCloud); ok && vc.Volumes() != nil {
 		c.volumes = volumes.New(vc.Volumes(), volumes.Options{
-			Driver: o.Driver, BatchWindow: o.BatchWindow, BatchSize: o.BatchSize, CacheTTL: o.CacheTTL, Timeout: o.Timeout,
+			Driver: o.Driver, BatchWindow: o.BatchWindow, BatchSize: o.BatchSize, CacheTTL: o.CacheTTL,
 		})
 	}
 	if d.Has(driver.Volumes) != (c.volumes != nil) {

@@ -80,7 +80,6 @@ func Run(ctx context.Context, cfg *config.Config, reg *driver.Registry) error {
 		BatchWindow: cfg.CloudAPI.BatchWindow,
 		BatchSize:   cfg.CloudAPI.BatchSize,
 		CacheTTL:    cfg.CloudAPI.CacheTTL,
-		Timeout:     cfg.CloudAPI.Timeout,
 	})
 	if err != nil {
 		return err

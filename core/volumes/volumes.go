@@ -92,7 +92,8 @@ type Options struct {
 	BatchWindow time.Duration
 	BatchSize   int
 	CacheTTL    time.Duration
-	Timeout     time.Duration
+	// Timeout bounds a whole batched lookup, as instances.Options.Timeout.
+	Timeout time.Duration
 }
 
 // Volumes is the batched, cached volume lookup for one driver.
