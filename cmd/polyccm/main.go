@@ -211,7 +211,12 @@ func runCmd(ctx context.Context, configPath string, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := runner.Run(ctx, cfg, driver.Default()); err != nil {
+	settings, err := settingsFrom(cfg, driver.Default())
+	if err != nil {
+		fmt.Fprintln(stderr, "polyccm:", err)
+		return errReported
+	}
+	if err := runner.Run(ctx, settings); err != nil {
 		klog.ErrorS(err, "polyccm failed to start")
 		logs.FlushLogs()
 		fmt.Fprintln(stderr, "polyccm:", err)

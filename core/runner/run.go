@@ -1,7 +1,7 @@
-// Package runner turns a loaded config into a running cloud controller
-// manager: it builds the driver's cloud, wraps it in core's batched
-// instances, translates the config into the upstream options and runs the
-// upstream controllers through k8s.io/cloud-provider/app, unchanged. It
+// Package runner turns Settings (made from the config by cmd/polyccm) into
+// a running cloud controller manager: it builds the driver's cloud, wraps
+// it in core's batched instances and runs the upstream controllers through
+// k8s.io/cloud-provider/app, unchanged. It
 // serves /healthz, /readyz, /livez and /metrics itself, so that readiness
 // can be reported to systemd the moment the port is up.
 package runner
@@ -10,14 +10,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net"
 	"time"
 
 	"k8s.io/cloud-provider/app"
 	"k8s.io/cloud-provider/names"
+	"k8s.io/cloud-provider/options"
 	"k8s.io/klog/v2"
 
-	"github.com/polyccm/polyccm/config"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/controllers/servingcsr"
 	"github.com/polyccm/polyccm/core/controllers/volumelabels"
@@ -26,24 +25,41 @@ import (
 	"github.com/polyccm/polyccm/core/version"
 )
 
+// Settings are everything Run needs, in the runner's own terms; the
+// caller (cmd/polyccm) makes them from the config, so core knows nothing of
+// the config's shape.
+type Settings struct {
+	// Driver is the selected driver and DriverConfig its decoded config.
+	Driver       driver.Driver
+	DriverConfig any
+	ClusterName  string
+	// Source names where the settings came from, for the start-up log.
+	Source string
+	// Options are the upstream controller manager's, as if every value
+	// had been given as a flag; Skipped says which controllers are not
+	// started and why.
+	Options *options.CloudControllerManagerOptions
+	Skipped map[string]string
+	// CloudAPI shapes every cloud call; Instances, the batched lookups.
+	CloudAPI  cloudapi.Options
+	Instances instances.Options
+	// AdoptUnmarkedLoadBalancers is passed to the driver (driver.Deps).
+	AdoptUnmarkedLoadBalancers bool
+	// Lease is the leader-election Lease released on SIGTERM; empty
+	// without leader election.
+	LeaseNamespace, LeaseName string
+}
+
 // Run runs polyccm until ctx is cancelled (SIGTERM). It returns an error
 // only for problems found while starting.
-func Run(ctx context.Context, cfg *config.Config, reg *driver.Registry) error {
-	d, err := reg.Get(cfg.Driver)
-	if err != nil {
-		return err
-	}
+func Run(ctx context.Context, s Settings) error {
+	d := s.Driver
 	v := version.Get()
-	klog.InfoS("Starting polyccm", "version", v.Version, "commit", v.Commit, "driver", d.Name, "cluster", cfg.ClusterName, "config", cfg.File)
-
-	plan := planControllers(cfg, d)
-	for name, why := range plan.skipped {
+	klog.InfoS("Starting polyccm", "version", v.Version, "commit", v.Commit, "driver", d.Name, "cluster", s.ClusterName, "config", s.Source)
+	for name, why := range s.Skipped {
 		klog.InfoS("Controller not started", "controller", name, "reason", why)
 	}
-	opts, err := ccmOptions(cfg, plan)
-	if err != nil {
-		return err
-	}
+	opts := s.Options
 	constructors := maps.Clone(app.DefaultInitFuncConstructors)
 	constructors[names.ServiceLBController] = serviceLBController
 	constructors[servingcsr.ControllerName] = servingCSRController
@@ -55,32 +71,24 @@ func Run(ctx context.Context, cfg *config.Config, reg *driver.Registry) error {
 	}
 	completed := c.Complete()
 
-	api := cloudapi.New(cloudapi.Options{
-		Driver:   d.Name,
-		QPS:      cfg.CloudAPI.QPS,
-		Burst:    cfg.CloudAPI.Burst,
-		Timeout:  cfg.CloudAPI.Timeout,
-		Classify: d.Classify,
-		AuthHint: d.CredentialsHint,
-	})
-	dc, err := d.New(cfg.DriverConfig(), driver.Deps{
-		ClusterName:   cfg.ClusterName,
+	ao := s.CloudAPI
+	ao.Driver, ao.Classify, ao.AuthHint = d.Name, d.Classify, d.CredentialsHint
+	api := cloudapi.New(ao)
+	dc, err := d.New(s.DriverConfig, driver.Deps{
+		ClusterName:   s.ClusterName,
 		API:           api,
 		ClientBuilder: completed.ClientBuilder,
 		Informers:     completed.SharedInformers,
 		Recorder:      completed.EventRecorder,
 
-		AdoptUnmarkedLoadBalancers: cfg.Services.AdoptUnmarkedLoadBalancers,
+		AdoptUnmarkedLoadBalancers: s.AdoptUnmarkedLoadBalancers,
 	})
 	if err != nil {
 		return fmt.Errorf("building the %s driver: %w", d.Name, err)
 	}
-	cloud, err := assemble(d, dc, instances.Options{
-		Driver:      d.Name,
-		BatchWindow: cfg.CloudAPI.BatchWindow,
-		BatchSize:   cfg.CloudAPI.BatchSize,
-		CacheTTL:    cfg.CloudAPI.CacheTTL,
-	})
+	inst := s.Instances
+	inst.Driver = d.Name
+	cloud, err := assemble(d, dc, inst)
 	if err != nil {
 		return err
 	}
@@ -107,8 +115,8 @@ func Run(ctx context.Context, cfg *config.Config, reg *driver.Registry) error {
 
 	initializers := app.ConstructControllerInitializers(constructors, completed, cloud)
 	var lease *leaseRelease
-	if cfg.LeaderElection.Enabled {
-		lease = &leaseRelease{client: completed.Client, namespace: cfg.LeaderElection.Namespace, name: cfg.LeaderElection.LeaseName}
+	if s.LeaseName != "" {
+		lease = &leaseRelease{client: completed.Client, namespace: s.LeaseNamespace, name: s.LeaseName}
 		initializers = lease.wrap(initializers)
 	}
 	err = app.Run(completed, cloud, initializers, map[string]app.WebhookHandler{}, stop)
@@ -126,8 +134,6 @@ func Run(ctx context.Context, cfg *config.Config, reg *driver.Registry) error {
 // leaseReleaseTimeout bounds giving up the Lease on SIGTERM; past it, a
 // standby waits out the lease as if polyccm had crashed.
 const leaseReleaseTimeout = 2 * time.Second
-
-func parseIP(s string) net.IP { return net.ParseIP(s) }
 
 // shutdownGrace is how long in-flight health and metrics requests get.
 const shutdownGrace = 5 * time.Second

@@ -190,3 +190,18 @@ func TestMakeRejectsUnknownDriver(t *testing.T) {
 		t.Errorf("make's error does not name the bad driver:\n%s", out)
 	}
 }
+
+// core is below config: the piece that turns the config into the runner's
+// settings lives in cmd/polyccm. An import of config from core would be
+// the one upward arrow in the package graph.
+func TestCoreDoesNotImportConfig(t *testing.T) {
+	out, err := runIn(harness.RepoRoot(), "go", "list", "-deps", "-test", "./core/...")
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, p := range lines(out) {
+		if p == "github.com/polyccm/polyccm/config" || strings.HasPrefix(p, "github.com/polyccm/polyccm/config/") {
+			t.Errorf("core depends on %s", p)
+		}
+	}
+}

@@ -1,9 +1,14 @@
-package runner
+package main
+
+// assemble.go turns the loaded config into the runner's Settings: which
+// upstream controllers run, and the upstream options as if every value
+// were a flag. It lives above core, which knows nothing of the config.
 
 import (
 	"cmp"
 	"fmt"
 	"math"
+	"net"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,10 +16,42 @@ import (
 	"k8s.io/cloud-provider/options"
 
 	"github.com/polyccm/polyccm/config"
+	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/controllers/servingcsr"
 	"github.com/polyccm/polyccm/core/controllers/volumelabels"
 	"github.com/polyccm/polyccm/core/driver"
+	"github.com/polyccm/polyccm/core/instances"
+	"github.com/polyccm/polyccm/core/runner"
 )
+
+// settingsFrom makes the runner's Settings from a loaded config.
+func settingsFrom(cfg *config.Config, reg *driver.Registry) (runner.Settings, error) {
+	d, err := reg.Get(cfg.Driver)
+	if err != nil {
+		return runner.Settings{}, err
+	}
+	plan := planControllers(cfg, d)
+	opts, err := ccmOptions(cfg, plan)
+	if err != nil {
+		return runner.Settings{}, err
+	}
+	s := runner.Settings{
+		Driver:       d,
+		DriverConfig: cfg.DriverConfig(),
+		ClusterName:  cfg.ClusterName,
+		Source:       cfg.File,
+		Options:      opts,
+		Skipped:      plan.skipped,
+		CloudAPI:     cloudapi.Options{QPS: cfg.CloudAPI.QPS, Burst: cfg.CloudAPI.Burst, Timeout: cfg.CloudAPI.Timeout},
+		Instances:    instances.Options{BatchWindow: cfg.CloudAPI.BatchWindow, BatchSize: cfg.CloudAPI.BatchSize, CacheTTL: cfg.CloudAPI.CacheTTL},
+
+		AdoptUnmarkedLoadBalancers: cfg.Services.AdoptUnmarkedLoadBalancers,
+	}
+	if cfg.LeaderElection.Enabled {
+		s.LeaseNamespace, s.LeaseName = cfg.LeaderElection.Namespace, cfg.LeaderElection.LeaseName
+	}
+	return s, nil
+}
 
 // controllerPlan is which upstream controllers run, and why others don't.
 type controllerPlan struct {
@@ -107,7 +144,7 @@ func ccmOptions(c *config.Config, plan controllerPlan) (*options.CloudController
 		return nil, err32
 	}
 
-	o.SecureServing.BindAddress = parseIP(c.Serving.BindAddress)
+	o.SecureServing.BindAddress = net.ParseIP(c.Serving.BindAddress)
 	o.SecureServing.BindPort = c.Serving.SecurePort
 	o.SecureServing.ServerCert.CertKey.CertFile = c.Serving.CertFile
 	o.SecureServing.ServerCert.CertKey.KeyFile = c.Serving.KeyFile
