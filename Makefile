@@ -7,6 +7,7 @@
 #   make package [DRIVERS=aws,gce]        .deb and .rpm in dist/ (docs/packaging.md)
 #   make dist                   reproducible release tarballs and SHA256SUMS in dist/
 #   make bench [BENCH_DRIVER=aws]         polyccm at 100/1000/5000 nodes (docs/performance.md)
+#   make fuzz [FUZZTIME=5m]               the config and annotation fuzz targets
 #
 # Version stamping: VERSION, COMMIT and DATE come from git; DATE is the
 # commit's date, not now, so the same commit builds the same bytes.
@@ -64,7 +65,7 @@ GOFLAGS_BUILD := $(if $(TAGS),-tags $(TAGS)) -ldflags '$(LDFLAGS)'
 all: build
 
 help:
-	@sed -n '2,13p' Makefile
+	@sed -n '2,14p' Makefile
 
 build:
 	@mkdir -p $(dir $(BIN))
@@ -94,6 +95,7 @@ test-e2e: tools build
 
 test: lint tools
 	CCMTEST_REQUIRE_CLUSTER=1 $(MAKE) test-unit
+	$(MAKE) fuzz-short
 	$(MAKE) test-e2e
 
 # make demo DRIVER=NAME runs on one of the simulated clouds of test/demo
@@ -160,10 +162,18 @@ bench-go:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem ./core/...
 
 # make fuzz [FUZZTIME=5m]: the config loader on random files and
-# environments; a failing input is saved under config/testdata/fuzz/.
-FUZZTIME ?= 60s
+# environments, and a driver's annotations on random Services; a failing
+# input is saved under the package's testdata/fuzz/. make test runs both
+# for FUZZ_SHORT each (fuzz-short).
+FUZZTIME   ?= 60s
+FUZZ_SHORT ?= 10s
+.PHONY: fuzz-short
 fuzz:
 	$(GO) test ./config -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./core/annotations -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+
+fuzz-short:
+	$(MAKE) fuzz FUZZTIME=$(FUZZ_SHORT)
 
 version:
 	@echo $(VERSION)

@@ -195,3 +195,125 @@ func TestExampleKeysAreCommented(t *testing.T) {
 			len(missing), examplePath, strings.Join(missing, "\n  "))
 	}
 }
+
+// uncommented returns the example with the commented-out section of the
+// named driver uncommented and that driver selected, as an operator would
+// edit it, and the secret files it names replaced by files in dir.
+func uncommented(t *testing.T, name, dir string) string {
+	t.Helper()
+	raw, err := os.ReadFile(examplePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	in := false
+	for _, line := range strings.Split(string(raw), "\n") {
+		switch {
+		case line == "  # "+name+":":
+			in = true
+			line = "  " + name + ":"
+		case in && strings.HasPrefix(line, "  #   "):
+			line = "    " + strings.TrimPrefix(line, "  #   ")
+		case in:
+			in = false
+		}
+		if line == "driver: digitalocean" {
+			line = "driver: " + name
+		}
+		out = append(out, line)
+	}
+	text := strings.Join(out, "\n")
+	if !strings.Contains(text, "\n  "+name+":\n") {
+		t.Fatalf("the example has no commented-out section for %s", name)
+	}
+	// The secret files of the section, which exist only on a real host.
+	for _, ref := range regexp.MustCompile(`\{file: (/etc/polyccm/[^}]+)\}`).FindAllStringSubmatch(text, -1) {
+		local := filepath.Join(dir, filepath.Base(ref[1]))
+		content := "example-secret\n"
+		if strings.HasSuffix(local, ".json") {
+			content = `{"type": "service_account"}` + "\n"
+		}
+		if err := os.WriteFile(local, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		text = strings.ReplaceAll(text, ref[0], "{file: "+local+"}")
+	}
+	return text
+}
+
+// Every driver's section of the example, not only the selected one's,
+// loads once uncommented, shows every key of that driver with its default
+// and a comment: the AWS and GCE sections are as checked as DigitalOcean's.
+func TestExampleEveryDriverSection(t *testing.T) {
+	for _, name := range driver.Default().Names() {
+		if name == "digitalocean" {
+			continue // the selected one: TestExampleLoads and the others
+		}
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			text := uncommented(t, name, dir)
+			path := filepath.Join(dir, "ccm.yaml")
+			if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			kubeconfig := filepath.Join(dir, "kubeconfig")
+			if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg, warnings, err := config.Load(config.Source{Path: path, Environ: []string{"POLYCCM_KUBECONFIG=" + kubeconfig}})
+			if err != nil {
+				t.Fatalf("the %s section does not load:\n%v", name, err)
+			}
+			if len(warnings) != 0 {
+				t.Errorf("warnings: %q", warnings)
+			}
+			// Every key of the driver shown...
+			var doc map[string]any
+			if err := yaml.Unmarshal([]byte(text), &doc); err != nil {
+				t.Fatal(err)
+			}
+			present := map[string]bool{}
+			flatten("", doc, present)
+			leaves, err := config.SchemaLeaves(driver.Default(), []string{name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			prefix := "drivers." + name + "."
+			n := 0
+			for _, leaf := range leaves {
+				if !strings.HasPrefix(leaf, prefix) {
+					continue
+				}
+				n++
+				if i := strings.LastIndexByte(leaf, '.'); i > 0 {
+					switch leaf[i+1:] {
+					case "env", "credential", "value":
+						if slices.Contains(leaves, leaf[:i]+".file") {
+							continue
+						}
+					}
+				}
+				if !present[leaf] {
+					t.Errorf("the example's %s section does not show %s", name, leaf)
+				}
+			}
+			if n == 0 {
+				t.Fatalf("no keys for %s in the schema", name)
+			}
+			// ...with its default (the secrets aside, which have none).
+			d, _ := driver.Default().Lookup(name)
+			want := reflect.ValueOf(d.NewConfig()).Elem()
+			got := reflect.ValueOf(cfg.Drivers[name]).Elem()
+			for i := range want.NumField() {
+				f := want.Type().Field(i)
+				if f.Type == reflect.TypeOf(secret.Secret{}) {
+					continue
+				}
+				w, g := want.Field(i).Interface(), got.Field(i).Interface()
+				if !reflect.DeepEqual(w, g) && !(reflect.ValueOf(w).Kind() == reflect.Slice && reflect.ValueOf(w).Len() == 0 && reflect.ValueOf(g).Len() == 0) {
+					t.Errorf("%s%s is %#v in the example, default %#v", prefix, f.Tag.Get("koanf"), g, w)
+				}
+			}
+		})
+	}
+}

@@ -41,8 +41,9 @@ type Driver struct {
 	// suffix (drivers.<name>). Lower-case letters and digits.
 	Name string
 	// NewConfig returns a pointer to a new config struct with defaults
-	// filled in. The config file's drivers.<name> subtree is decoded into
-	// it strictly (koanf tags), then Validate is called if it has one.
+	// filled in. The config loader (package config; core never reads the
+	// config) decodes the file's drivers.<name> subtree into it strictly,
+	// by its koanf tags, then calls its Validate() error if it has one.
 	NewConfig func() any
 	// New builds the cloud from the decoded config. It must not call the
 	// cloud: polyccm starts even while the cloud API is unreachable.
