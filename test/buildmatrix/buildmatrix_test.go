@@ -205,3 +205,26 @@ func TestCoreDoesNotImportConfig(t *testing.T) {
 		}
 	}
 }
+
+// maxFileLines bounds a product source file: past it, a file does several
+// jobs and wants splitting by concern.
+const maxFileLines = 600
+
+func TestNoProductFileTooLong(t *testing.T) {
+	out, err := runIn(harness.RepoRoot(), "git", "ls-files", "*.go")
+	if err != nil {
+		t.Fatalf("git ls-files: %v\n%s", err, out)
+	}
+	for _, f := range lines(out) {
+		if strings.HasSuffix(f, "_test.go") || strings.HasPrefix(f, "test/") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(harness.RepoRoot(), f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(b), "\n"); n > maxFileLines {
+			t.Errorf("%s has %d lines; split it by concern (at most %d)", f, n, maxFileLines)
+		}
+	}
+}

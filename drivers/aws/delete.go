@@ -1,0 +1,81 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/polyccm/polyccm/core/cloudapi"
+	"github.com/polyccm/polyccm/core/loadbalancers"
+)
+
+// EnsureLoadBalancerDeleted deletes the NLB, the Service's target groups
+// and its security group, each only if it carries this cluster's tag. The
+// finalizer is released only when all are gone; anything in doubt is
+// retried.
+func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
+	if elsewhere(svc) {
+		return cloudprovider.ImplementedElsewhere
+	}
+	spec := &nlbSpec{name: lbName(svc), service: svc.Namespace + "/" + svc.Name}
+	cl, err := l.c.client(ctx)
+	if err != nil {
+		return err
+	}
+	lb, err := l.findLB(ctx, cl, spec.name)
+	if err != nil {
+		return err
+	}
+	if lb != nil {
+		arn := aws.ToString(lb.LoadBalancerArn)
+		tags, err := l.tags(ctx, cl, arn)
+		if err != nil {
+			return err // the tags could not be read: ownership unknown
+		}
+		ok, err := l.own.CheckDelete(ctx, svc, l.resource("load balancer", arn, spec.name, tags))
+		if err != nil {
+			return err
+		}
+		if ok {
+			_, err := cloudapi.Call(ctx, l.c.api, "elbv2.DeleteLoadBalancer", func(ctx context.Context) (*elbv2.DeleteLoadBalancerOutput, error) {
+				return cl.elb.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: aws.String(arn)})
+			})
+			if err != nil && !cloudapi.IsNotFound(err) {
+				return fmt.Errorf("deleting load balancer %s: %w", arn, err)
+			}
+			klog.InfoS("Deleted load balancer", "service", klog.KObj(svc), "loadBalancer", arn)
+		}
+	}
+	if err := l.deleteServiceTargetGroups(ctx, cl, svc, spec); err != nil {
+		return err
+	}
+	vpc, err := l.c.vpcID(ctx, cl)
+	if err != nil {
+		return err
+	}
+	sg, err := l.findSecurityGroup(ctx, cl, vpc, sgName(spec))
+	if err != nil || sg == nil {
+		return err
+	}
+	if ok, err := l.own.CheckDelete(ctx, svc, l.resource("security group", aws.ToString(sg.GroupId), sgName(spec), ec2TagMap(sg.Tags))); err != nil || !ok {
+		return err
+	}
+	_, err = cloudapi.Call(ctx, l.c.api, "ec2.DeleteSecurityGroup", func(ctx context.Context) (*ec2.DeleteSecurityGroupOutput, error) {
+		return cl.ec2.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: sg.GroupId})
+	})
+	switch {
+	case err == nil || cloudapi.IsNotFound(err):
+		return nil
+	case cloudapi.KindOf(err) == cloudapi.KindConflict:
+		// The NLB's network interfaces hold on to the group for a while
+		// after it is deleted.
+		return loadbalancers.Pending(deletePollInterval, "security group %s is still in use by the deleted load balancer; retrying in %s", aws.ToString(sg.GroupId), deletePollInterval)
+	}
+	return fmt.Errorf("deleting security group %s: %w", aws.ToString(sg.GroupId), err)
+}
