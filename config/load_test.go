@@ -532,8 +532,10 @@ func TestURLCredentialsAreNotShown(t *testing.T) {
 	if got := RedactURL("https://ops:hunter2@proxy.example/v2"); got != "https://REDACTED@proxy.example/v2" {
 		t.Errorf("RedactURL = %q", got)
 	}
-	if got := RedactURL("https://api.example/v2?x=a@b"); got != "https://api.example/v2?x=a@b" {
-		t.Errorf("RedactURL changed a URL without credentials: %q", got)
+	for _, v := range []string{"https://api.example/v2?x=a@b", "ops@example.iam.gserviceaccount.com", "/etc/polyccm/ops@site/kubeconfig"} {
+		if got := RedactURL(v); got != v {
+			t.Errorf("RedactURL changed %q, which holds no URL credentials, to %q", v, got)
+		}
 	}
 	for _, v := range []string{"https://ops:hunter2@proxy.example/", "https://hunter2@proxy.example/", "ftp://ops:hunter2@proxy.example/", "https://ops:hunter2@[::1/"} {
 		err := CheckURL("apiURL", v, "")
@@ -541,11 +543,29 @@ func TestURLCredentialsAreNotShown(t *testing.T) {
 			t.Errorf("CheckURL(%q) = %v, want an error that hides the credentials", v, err)
 		}
 	}
-	c := Defaults()
-	c.Kubeconfig = "https://ops:hunter2@example/"
-	out, err := Render(c)
-	if err != nil || strings.Contains(string(out), "hunter2") {
-		t.Errorf("Render shows the password: %s, %v", out, err)
+	// A malformed URL is echoed in its error too: its credentials must
+	// not be, whatever is wrong with the rest.
+	for _, v := range []string{
+		"ops:hunter2@api.example/",          // no scheme
+		"//ops:hunter2@api.example/",        // no scheme, but a host
+		"https:/ops:hunter2@api.example/",   // one slash
+		" https://ops:hunter2@api.example/", // a stray space
+		"ht!tp://ops:hunter2@api.example/",  // a scheme url.Parse refuses
+		"https://ops:hun/ter2@api.example/", // an unescaped '/' in the password
+		"https://ops:hun?ter2@api.example/", // an unescaped '?'
+	} {
+		err := CheckURL("apiURL", v, "")
+		if err == nil || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "ter2") {
+			t.Errorf("CheckURL(%q) = %v, want an error that hides the credentials", v, err)
+		}
+	}
+	for _, v := range []string{"https://ops:hunter2@example/", "https://ops:hun/ter2@example/", " https://ops:hunter2@example/"} {
+		c := Defaults()
+		c.Kubeconfig = v
+		out, err := Render(c)
+		if err != nil || strings.Contains(string(out), "ter2") {
+			t.Errorf("Render shows the password of %q: %s, %v", v, out, err)
+		}
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"sort"
 	"strings"
 )
@@ -130,14 +129,14 @@ func joinKey(prefix, key string) string {
 func CheckURL(key, v, like string) error {
 	u, err := url.Parse(v)
 	if err == nil && u.User != nil {
-		return Problem{Key: key, Msg: fmt.Sprintf("%q holds credentials before the host; polyccm never sends them (the cloud credentials authenticate) and they would show in error messages: remove them", RedactURL(v))}
+		return Problem{Key: key, Msg: fmt.Sprintf("%q holds credentials before the host; polyccm never sends them (the cloud credentials authenticate) and they would show in error messages: remove them", redactUserinfo(v, true))}
 	}
 	if err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
 		return nil
 	}
-	msg := fmt.Sprintf("%q must be an absolute http(s) URL", RedactURL(v))
+	msg := fmt.Sprintf("%q must be an absolute http(s) URL", redactUserinfo(v, true))
 	if err != nil {
-		msg = fmt.Sprintf("%q is not a URL: it must be an absolute http(s) URL", RedactURL(v))
+		msg = fmt.Sprintf("%q is not a URL: it must be an absolute http(s) URL", redactUserinfo(v, true))
 	}
 	if like != "" {
 		msg += " like " + like
@@ -145,12 +144,43 @@ func CheckURL(key, v, like string) error {
 	return Problem{Key: key, Msg: msg}
 }
 
-// userinfoRE finds the credentials part of a URL, even one url.Parse
-// refuses.
-var userinfoRE = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@`)
-
 // RedactURL replaces the credentials of a URL (user:password@, or a token
-// as the user) with REDACTED, for anything that prints a config value.
-func RedactURL(s string) string {
-	return userinfoRE.ReplaceAllString(s, "${1}REDACTED@")
+// as the user) with REDACTED, for anything that prints a config value. A
+// string with no "//" before its '@' (an e-mail address, a path) is not a
+// URL and stays as it is.
+func RedactURL(s string) string { return redactUserinfo(s, false) }
+
+// redactUserinfo hides what may be a URL's credentials. Only a URL that
+// parses with a host and has no '@' outside its query is left as it is.
+// Otherwise it may be a mistyped URL (one slash, a stray space, a scheme
+// url.Parse refuses, an unescaped '/' or '?' in the password), so
+// everything up to its last '@' goes, after the "//" if there is one, or,
+// with bare, from the start (a URL missing its scheme): a hidden host costs
+// less than a shown password.
+func redactUserinfo(s string, bare bool) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
+	end := len(s)
+	if u, err := url.Parse(s); err == nil {
+		// An '@' in a query is common (an e-mail address); one in a
+		// fragment, which no client sends, is more likely a password's.
+		if i := strings.IndexByte(s, '?'); i >= 0 {
+			end = i
+		}
+		if u.User == nil && u.Host != "" && !strings.Contains(s[:end], "@") {
+			return s
+		}
+	}
+	at := strings.LastIndex(s[:end], "@")
+	if at < 0 {
+		return s
+	}
+	start := 0
+	if i := strings.Index(s[:at], "//"); i >= 0 {
+		start = i + 2
+	} else if !bare {
+		return s
+	}
+	return s[:start] + "REDACTED" + s[at:]
 }
