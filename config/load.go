@@ -277,8 +277,11 @@ func (l *loader) checkSecrets(cfg *Config) {
 			}
 			if name == cfg.Driver {
 				check := s.Check
-				if kind == "token" {
+				switch kind {
+				case "token":
 					check = s.CheckToken
+				case "json":
+					check = s.CheckJSON
 				}
 				if err := check(); err != nil {
 					l.probs.addErr(key, err)
@@ -300,7 +303,7 @@ func (l *loader) checkSecrets(cfg *Config) {
 
 // walkSecrets calls fn for every Secret in v, with its key and the kind
 // its field's `secret:"..."` tag gives ("token": one word, see
-// secret.RevealToken).
+// secret.RevealToken; "json": a JSON document, see secret.CheckJSON).
 func walkSecrets(prefix string, v reflect.Value, kind string, fn func(key string, s secret.Secret, kind string)) {
 	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
 		if v.IsNil() {

@@ -130,12 +130,35 @@ func (s Secret) RevealToken() (string, error) {
 		return "", err
 	}
 	if n := strings.Count(v, "\n") + 1; n > 1 {
-		return "", fmt.Errorf("%s holds %d lines; it must hold the token alone, on one line: remove the other lines", s.Source(), n)
+		return "", fmt.Errorf("%s holds %d lines; it must hold the credential alone, on one line: remove the other lines", s.Source(), n)
 	}
 	if i := strings.IndexFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }); i >= 0 {
-		return "", fmt.Errorf("%s holds a space or control character inside the token (at byte %d); it must hold the token alone", s.Source(), i)
+		return "", fmt.Errorf("%s holds a space or control character inside the credential (at byte %d); it must hold the credential alone", s.Source(), i)
 	}
 	return v, nil
+}
+
+// CheckJSON is Check for a credential that is a JSON document (a GCE
+// service-account key): a truncated or mistaken file is found when the
+// config is checked, not at the first cloud call. The error never quotes
+// the content.
+func (s Secret) CheckJSON() error {
+	if err := s.Check(); err != nil {
+		return err
+	}
+	v, err := s.Reveal()
+	if err != nil {
+		return err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(v), &doc); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return fmt.Errorf("%s is not a JSON document (invalid at byte %d); give the key file as downloaded", s.Source(), se.Offset)
+		}
+		return fmt.Errorf("%s is not a JSON object; give the key file as downloaded", s.Source())
+	}
+	return nil
 }
 
 // CheckToken is Check for a one-word credential (see RevealToken).

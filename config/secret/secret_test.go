@@ -301,3 +301,27 @@ func TestRevealToken(t *testing.T) {
 		t.Errorf("/dev/zero: %v", err)
 	}
 }
+
+func TestCheckJSON(t *testing.T) {
+	dir := t.TempDir()
+	for name, tc := range map[string]struct{ data, want string }{
+		"key":       {`{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"}`, ""},
+		"truncated": {`{"type": "service_account", "private_key": "-----BEGIN PRIV`, "is not a JSON document"},
+		"not json":  {"ya29.an-access-token-not-a-key", "is not a JSON document"},
+		"array":     {`["service_account"]`, "is not a JSON object"},
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(tc.data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		err := Secret{File: p}.CheckJSON()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want %q", name, err, tc.want)
+		case err != nil && (strings.Contains(err.Error(), "ya29") || strings.Contains(err.Error(), "BEGIN")):
+			t.Errorf("%s: the error quotes the content: %v", name, err)
+		}
+	}
+}

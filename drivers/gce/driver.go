@@ -58,7 +58,7 @@ type Config struct {
 	// Credentials is a service-account key (JSON); unset: Application
 	// Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, the gcloud
 	// well-known file, or the metadata server).
-	Credentials secret.Secret `koanf:"credentials"`
+	Credentials secret.Secret `koanf:"credentials" secret:"json"`
 	// Endpoint overrides the Compute API URL (Private Service Connect,
 	// test doubles).
 	Endpoint string `koanf:"endpoint"`
