@@ -1,9 +1,11 @@
 // Package annotations validates the Service annotations a driver supports,
 // the same way for every cloud: each annotation is declared once with its
-// valid values and meaning (which also feed the docs), unknown annotations
-// under the driver's prefixes are errors with a "did you mean", and all
-// problems are reported together, as Warning events on the Service, before
-// anything is changed in the cloud.
+// valid values and meaning (which also feed the docs). An invalid value is
+// a problem: all problems are reported together, as Warning events on the
+// Service, and nothing is changed in the cloud. An annotation under the
+// driver's prefixes that the driver does not know is a warning, with a
+// "did you mean", and is otherwise ignored, as the upstream CCMs ignore
+// it: a key polyccm lacks must not freeze a Service that works upstream.
 package annotations
 
 import (
@@ -220,11 +222,11 @@ func (s *Set) Parse(svc *v1.Service) *Values {
 		sp, known := s.specs[k]
 		if !known {
 			if s.Owns(k) {
-				msg := "unknown annotation"
+				msg := "unknown annotation, ignored"
 				if near := suggest.Closest(k, s.keys(), 6); near != "" {
 					msg += "; did you mean " + near + "?"
 				}
-				v.problems = append(v.problems, Problem{Key: k, Msg: msg})
+				v.warnings = append(v.warnings, Problem{Key: k, Msg: msg})
 			}
 			continue
 		}
@@ -251,7 +253,32 @@ type Values struct {
 	svc      *v1.Service
 	set      *Set
 	vals     map[string]any
-	problems []Problem
+	problems []Problem // the cloud's load balancer must not change
+	warnings []Problem // said, and otherwise ignored
+}
+
+// Warnings are the annotations ignored, each with why: keys under the
+// driver's prefixes it does not know.
+func (v *Values) Warnings() []Problem { return v.warnings }
+
+// ReasonIgnored is the event reason for an annotation that is ignored.
+const ReasonIgnored = "UnknownLoadBalancerAnnotation"
+
+// Report records a Warning event on the Service for each ignored
+// annotation and for each problem, and returns Err: the one step every
+// driver takes after building its desired load balancer and before any
+// cloud call.
+func (v *Values) Report(rec record.EventRecorder) error {
+	if rec != nil {
+		for _, w := range v.warnings {
+			rec.Event(v.svc, v1.EventTypeWarning, ReasonIgnored, Clip(w.Key+": "+w.Msg))
+		}
+	}
+	err := v.Err()
+	if inv, ok := err.(*InvalidError); ok {
+		inv.Record(rec, v.svc)
+	}
+	return err
 }
 
 // Has reports whether key was given (and valid).

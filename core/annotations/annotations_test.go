@@ -218,14 +218,50 @@ func TestUnknownAnnotations(t *testing.T) {
 		"kubernetes.io/description":      "hi",    // not under a prefix
 		"example.com/lb":                 "short", // not under the prefix either (no dash)
 	}))
-	got := problems(t, v)
+	// Unknown keys under the prefixes are warnings, never problems: the
+	// upstream CCMs ignore them, and a key polyccm lacks must not freeze a
+	// Service that works upstream.
+	if err := v.Err(); err != nil {
+		t.Errorf("Err() = %v, want nil: unknown annotations are not problems", err)
+	}
+	var got []string
+	for _, w := range v.Warnings() {
+		got = append(got, w.Key+": "+w.Msg)
+	}
 	want := []string{
-		pfx + "protocl: unknown annotation; did you mean " + pfx + "protocol?",
-		pfx + "something-else-entirely!: unknown annotation",
-		"other.example.com/lb-flgs: unknown annotation; did you mean other.example.com/lb-flag?",
+		pfx + "protocl: unknown annotation, ignored; did you mean " + pfx + "protocol?",
+		pfx + "something-else-entirely!: unknown annotation, ignored",
+		"other.example.com/lb-flgs: unknown annotation, ignored; did you mean other.example.com/lb-flag?",
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("problems =\n%q\nwant\n%q", got, want)
+		t.Errorf("warnings =\n%q\nwant\n%q", got, want)
+	}
+}
+
+// Report says every warning and every problem, and returns the problems
+// only.
+func TestReport(t *testing.T) {
+	svc := service(map[string]string{pfx + "protocl": "x"})
+	rec := record.NewFakeRecorder(10)
+	if err := testSet().Parse(svc).Report(rec); err != nil {
+		t.Errorf("Report = %v with only an unknown key", err)
+	}
+	svc = service(map[string]string{pfx + "protocl": "x", pfx + "count": "0"})
+	if err := testSet().Parse(svc).Report(rec); err == nil {
+		t.Error("Report = nil with an invalid value")
+	}
+	close(rec.Events)
+	var events []string
+	for e := range rec.Events {
+		events = append(events, e)
+	}
+	want := []string{
+		"Warning " + annotations.ReasonIgnored + " " + pfx + "protocl: unknown annotation, ignored; did you mean " + pfx + "protocol?",
+		"Warning " + annotations.ReasonIgnored + " " + pfx + "protocl: unknown annotation, ignored; did you mean " + pfx + "protocol?",
+		"Warning " + annotations.Reason + " " + pfx + `count: "0" is not valid: want an integer from 1 to 10; the load balancer was not changed`,
+	}
+	if !reflect.DeepEqual(events, want) {
+		t.Errorf("events =\n%q\nwant\n%q", events, want)
 	}
 }
 
@@ -274,7 +310,7 @@ func TestFailAndErr(t *testing.T) {
 }
 
 func TestRecord(t *testing.T) {
-	svc := service(map[string]string{pfx + "count": "0", pfx + "protocl": "x"})
+	svc := service(map[string]string{pfx + "count": "0", pfx + "path": "x"})
 	v := testSet().Parse(svc)
 	v.Fail("spec.ports", "bad")
 	var inv *annotations.InvalidError

@@ -68,7 +68,6 @@ func TestInvalidAnnotations(t *testing.T) {
 		{name: "additional tags ownership", ann: map[string]string{awsccm.AnnAdditionalResourceTags: awsccm.TagClusterPrefix + "other=owned"}, key: awsccm.AnnAdditionalResourceTags, frags: []string{"key=value tags"}},
 		{name: "target group attributes", ann: map[string]string{awsccm.AnnTargetGroupAttributes: "Deregistration=1"}, key: awsccm.AnnTargetGroupAttributes, frags: []string{"target group attributes"}},
 		{name: "ip address type", ann: map[string]string{awsccm.AnnIPAddressType: "ipv6"}, key: awsccm.AnnIPAddressType, frags: []string{"ipv4 or dualstack"}},
-		{name: "unknown annotation", ann: map[string]string{"service.beta.kubernetes.io/aws-load-balancer-healthcheck-intervall": "10"}, key: "service.beta.kubernetes.io/aws-load-balancer-healthcheck-intervall", frags: []string{"unknown annotation", "did you mean " + awsccm.AnnHealthCheckInterval}},
 		{name: "source range", tweak: func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0"} }, key: "spec.loadBalancerSourceRanges", frags: []string{`"10.0.0.0" is not a CIDR`}},
 		{name: "SCTP", ports: []v1.ServicePort{{Name: "s", Protocol: v1.ProtocolSCTP, Port: 9000, NodePort: 30900}}, key: "spec.ports", frags: []string{"SCTP", "use TCP or UDP"}},
 		{name: "TCP and UDP on different node ports", ports: []v1.ServicePort{tcp("dns-tcp", 53, 30053), udp("dns-udp", 53, 30054)}, key: "spec.ports", frags: []string{"different node ports"}},
@@ -424,4 +423,31 @@ func TestValidAnnotations(t *testing.T) {
 		}},
 	}
 	runLBCases(t, cases)
+}
+
+// An annotation the driver does not know is said once per sync, with a
+// "did you mean", and ignored: the NLB is made from the rest, as the AWS
+// CCM would make it.
+func TestUnknownAnnotationIsIgnored(t *testing.T) {
+	e := newEnv(t)
+	nodes, _ := e.nodes(1)
+	key := "service.beta.kubernetes.io/aws-load-balancer-healthcheck-intervall"
+	svc := service(map[string]string{key: "10", awsccm.AnnHealthCheckInterval: "20"})
+	if _, err := e.lbs.EnsureLoadBalancer(ctx(t), cluster, svc, nodes); err != nil {
+		t.Fatalf("EnsureLoadBalancer: %v", err)
+	}
+	lb := e.nlb()
+	tg := e.targetGroup(e.listeners(lb.ARN)[80])
+	if tg.HealthCheck.IntervalSeconds != 20 {
+		t.Errorf("health check interval %d, want the known annotation's 20", tg.HealthCheck.IntervalSeconds)
+	}
+	var warned int
+	for _, ev := range e.events() {
+		if strings.HasPrefix(ev, "Warning UnknownLoadBalancerAnnotation "+key+": unknown annotation, ignored; did you mean "+awsccm.AnnHealthCheckInterval+"?") {
+			warned++
+		}
+	}
+	if warned != 1 {
+		t.Errorf("%d warnings about %s, want 1", warned, key)
+	}
 }

@@ -13,7 +13,6 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
-	"github.com/polyccm/polyccm/core/annotations"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/loadbalancers"
 )
@@ -115,8 +114,10 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	}
 	a := LBAnnotations.Parse(svc)
 	spec := desiredNLB(svc, a, l.c.cluster)
-	if err := l.invalid(svc, a); err != nil {
-		return nil, err
+	// Problems so far stop here; ignored annotations are said once, below,
+	// with what the subnets add.
+	if a.Err() != nil {
+		return nil, a.Report(l.c.deps.Recorder)
 	}
 	// Fixed addresses are one NLB's at a time: another Service's are
 	// refused here, naming it, before AWS would refuse them anyway.
@@ -135,7 +136,7 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if err != nil {
 		return nil, err
 	}
-	if err := l.invalid(svc, a); err != nil {
+	if err := a.Report(l.c.deps.Recorder); err != nil {
 		return nil, err
 	}
 	targets, skipped := targetNodes(nodes, spec.nodeLabels)
@@ -201,14 +202,4 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 		}
 	}
 	return lbStatus(lb), nil
-}
-
-// invalid records and returns the problems found so far, if any.
-func (l *loadBalancers) invalid(svc *v1.Service, a *annotations.Values) error {
-	err := a.Err()
-	var inv *annotations.InvalidError
-	if errors.As(err, &inv) {
-		inv.Record(l.c.deps.Recorder, svc)
-	}
-	return err
 }

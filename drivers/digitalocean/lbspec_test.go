@@ -655,20 +655,6 @@ func TestDesiredLB(t *testing.T) {
 				}
 			},
 		},
-		{
-			name: "unknown annotations",
-			svc: specService(map[string]string{
-				annPrefix + "protocl":                     "http",
-				"service.kubernetes.io/do-loadbalancer-x": "1",
-				AnnDisown:         "false",
-				AnnLoadBalancerID: "whatever",
-				"service.beta.kubernetes.io/aws-something": "ignored",
-			}),
-			want: []specProblem{
-				{annPrefix + "protocl", "unknown annotation; did you mean " + AnnProtocol + "?"},
-				{"service.kubernetes.io/do-loadbalancer-x", "unknown annotation"},
-			},
-		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -730,5 +716,32 @@ func TestDropletIDsOf(t *testing.T) {
 	ids, skipped = dropletIDsOf(nil)
 	if ids != nil || skipped != nil {
 		t.Errorf("no nodes: %v %v", ids, skipped)
+	}
+}
+
+// Unknown annotations are warnings, not problems: the DigitalOcean CCM
+// ignores them, and so does polyccm, after saying so.
+func TestDesiredLBWarnsOfUnknownAnnotations(t *testing.T) {
+	a := LBAnnotations.Parse(specService(map[string]string{
+		annPrefix + "protocl":                     "http",
+		"service.kubernetes.io/do-loadbalancer-x": "1",
+		AnnDisown:         "false",
+		AnnLoadBalancerID: "whatever",
+		"service.beta.kubernetes.io/aws-something": "ignored",
+	}))
+	desiredLB(specService(nil), a, specInputs())
+	if err := a.Err(); err != nil {
+		t.Errorf("Err() = %v, want nil", err)
+	}
+	var got []string
+	for _, w := range a.Warnings() {
+		got = append(got, w.Key+": "+w.Msg)
+	}
+	want := []string{
+		annPrefix + "protocl: unknown annotation, ignored; did you mean " + AnnProtocol + "?",
+		"service.kubernetes.io/do-loadbalancer-x: unknown annotation, ignored",
+	}
+	if len(got) != len(want) || got[0] != want[0] || !strings.HasPrefix(got[1], want[1]) {
+		t.Errorf("warnings %q, want %q", got, want)
 	}
 }

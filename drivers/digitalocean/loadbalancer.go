@@ -20,7 +20,6 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
-	"github.com/polyccm/polyccm/core/annotations"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/driver"
 	"github.com/polyccm/polyccm/core/loadbalancers"
@@ -124,11 +123,7 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 		certID:     func(name string) (string, error) { return l.certificateID(ctx, name) },
 	}
 	req := desiredLB(svc, a, in)
-	if err := a.Err(); err != nil {
-		var inv *annotations.InvalidError
-		if errors.As(err, &inv) {
-			inv.Record(l.deps.Recorder, svc)
-		}
+	if err := a.Report(l.deps.Recorder); err != nil {
 		return nil, err
 	}
 

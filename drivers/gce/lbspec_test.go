@@ -79,12 +79,6 @@ func TestInvalidServiceSettings(t *testing.T) {
 		{"network tier on an internal load balancer",
 			service(map[string]string{gce.AnnLoadBalancerType: "Internal", gce.AnnNetworkTier: "Standard"}),
 			[]problem{{gce.AnnNetworkTier, []string{"applies to external load balancers only"}}}},
-		{"misspelt annotation",
-			service(map[string]string{"networking.gke.io/load-balancer-typ": "Internal"}),
-			[]problem{{"networking.gke.io/load-balancer-typ", []string{"unknown annotation", "did you mean " + gce.AnnLoadBalancerType + "?"}}}},
-		{"unknown annotation under an owned prefix",
-			service(map[string]string{"networking.gke.io/internal-load-balancer-subnetwork": "default"}),
-			[]problem{{"networking.gke.io/internal-load-balancer-subnetwork", []string{"unknown annotation", "did you mean " + gce.AnnInternalSubnet + "?"}}}},
 		{"load balancer IP not an address",
 			withIP(service(nil), "not-an-ip"),
 			[]problem{{"spec.loadBalancerIP", []string{`"not-an-ip" is not an IP address`}}}},
@@ -357,3 +351,23 @@ func sorted(s []string) []string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// An annotation the driver does not know is a warning, with a "did you
+// mean", and is otherwise ignored, as GCE's own CCM ignores it: the load
+// balancer is made from the rest.
+func TestUnknownAnnotationIsIgnored(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	nodes := e.nodes("n", 1, testZone)
+	key := "networking.gke.io/internal-load-balancer-subnetwork"
+	e.mustEnsure(service(map[string]string{key: "default"}), nodes)
+	var warned int
+	for _, ev := range e.events() {
+		if strings.HasPrefix(ev, "Warning "+annotations.ReasonIgnored+" "+key+": unknown annotation, ignored; did you mean "+gce.AnnInternalSubnet+"?") {
+			warned++
+		}
+	}
+	if warned != 1 {
+		t.Errorf("%d warnings about %s, want 1", warned, key)
+	}
+}

@@ -12,7 +12,6 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
-	"github.com/polyccm/polyccm/core/annotations"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/lbtargets"
 	"github.com/polyccm/polyccm/core/loadbalancers"
@@ -131,10 +130,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v
 func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node, update bool) (*v1.LoadBalancerStatus, error) {
 	a := LBAnnotations.Parse(svc)
 	spec := l.c.desiredLB(svc, a, l.c.cfg.Subnetwork)
-	if err := a.Err(); err != nil {
-		if inv, ok := errors.AsType[*annotations.InvalidError](err); ok {
-			inv.Record(l.c.deps.Recorder, svc)
-		}
+	if err := a.Report(l.c.deps.Recorder); err != nil {
 		return nil, err
 	}
 	cl, env, err := l.setup(ctx)

@@ -263,7 +263,37 @@ func warnings(t *testing.T, svc string) []v1.Event {
 	return evs.Items
 }
 
-// Invalid or unknown annotations are reported as Warning events naming the
+// An annotation the driver does not know (a misspelling, a key of a newer
+// DigitalOcean CCM) is a Warning event with a "did you mean", and is
+// otherwise ignored, as the DigitalOcean CCM ignores it: the Service gets
+// its load balancer from the rest of its annotations, and the load balancer
+// follows node changes as any other.
+func TestDigitalOceanUnknownAnnotationDoesNotFreeze(t *testing.T) {
+	e, _ := lbNodes(t, 2, nil)
+	misspelt := "service.beta.kubernetes.io/do-loadbalancer-sticky-sesions-type"
+	createService(t, "lenient", map[string]string{digitalocean.AnnProtocol: "http", misspelt: "cookies"}, tcp(80))
+	_, lb := e.waitIngress("lenient", 90*time.Second)
+	if r, _ := ruleFor(lb, 80); r.EntryProtocol != "http" {
+		t.Errorf("rule %+v, want the known protocol annotation applied", r)
+	}
+	eventually(t, 30*time.Second, "a warning about the unknown annotation", func() (bool, string) {
+		var all []string
+		for _, ev := range warnings(t, "lenient") {
+			all = append(all, ev.Reason+": "+ev.Message)
+		}
+		want := "UnknownLoadBalancerAnnotation: " + misspelt + ": unknown annotation, ignored; did you mean service.beta.kubernetes.io/do-loadbalancer-sticky-sessions-type?"
+		return slices.Contains(all, want), strings.Join(all, "\n")
+	})
+	d := e.fake.AddDroplet(fakedo.Droplet{Name: e.nodeName(2), Status: fakedo.StatusActive, SizeSlug: "s-2vcpu-4gb", Region: "fra1"})
+	e.register(d.Name, "")
+	eventually(t, 60*time.Second, "the new node in the load balancer", func() (bool, string) {
+		lb, _ := e.fake.LoadBalancer(lb.ID)
+		return slices.Contains(lb.DropletIDs, d.ID), fmt.Sprintf("droplets %v", lb.DropletIDs)
+	})
+	deleteServiceAndWait(t, "lenient", 60*time.Second)
+}
+
+// Invalid annotations are reported as Warning events naming the
 // annotation and what is valid, and nothing is created in the cloud.
 func TestDigitalOceanLoadBalancerInvalidAnnotations(t *testing.T) {
 	e, _ := lbNodes(t, 1, nil)
@@ -275,7 +305,7 @@ func TestDigitalOceanLoadBalancerInvalidAnnotations(t *testing.T) {
 
 	want := []string{
 		`service.beta.kubernetes.io/do-loadbalancer-protocol: "htp" is not valid: want tcp, http, https or http2`,
-		`service.beta.kubernetes.io/do-loadbalancer-sticky-sesions-type: unknown annotation; did you mean service.beta.kubernetes.io/do-loadbalancer-sticky-sessions-type?`,
+		`service.beta.kubernetes.io/do-loadbalancer-sticky-sesions-type: unknown annotation, ignored; did you mean service.beta.kubernetes.io/do-loadbalancer-sticky-sessions-type?`,
 		`service.beta.kubernetes.io/do-loadbalancer-size-unit: "500" is not valid: want an integer from 1 to 200`,
 	}
 	eventually(t, 30*time.Second, "Warning events for each bad annotation", func() (bool, string) {
