@@ -32,13 +32,16 @@ func checkAccess(ctx context.Context, kube kubernetes.Interface, controller, rol
 			if attrs.Subresource != "" {
 				what += "/" + attrs.Subresource
 			}
+			if attrs.Name != "" {
+				what += " " + attrs.Name
+			}
 			missing = append(missing, what)
 		}
 	}
 	if len(missing) == 0 {
 		return true
 	}
-	klog.ErrorS(nil, fmt.Sprintf("The %s controller is on but polyccm may not %s: bind the ClusterRole %s (kubectl apply -f %s)",
+	klog.ErrorS(nil, fmt.Sprintf("%s is on but polyccm may not %s: bind the ClusterRole %s (kubectl apply -f %s)",
 		controller, strings.Join(missing, ", "), role, manifest), "controller", controller)
 	return false
 }

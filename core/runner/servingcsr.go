@@ -32,6 +32,7 @@ var servingCSRController = app.ControllerInitFuncConstructor{
 			checkAccess(ctx, kube, servingcsr.ControllerName, "system:polyccm:kubelet-serving-csr-approver", "packaging/kubernetes/rbac-kubelet-serving-csr.yaml", []authorizationv1.ResourceAttributes{
 				{Group: "certificates.k8s.io", Resource: "certificatesigningrequests", Verb: "watch"},
 				{Group: "certificates.k8s.io", Resource: "certificatesigningrequests", Subresource: "approval", Verb: "update"},
+				{Group: "certificates.k8s.io", Resource: "signers", Name: servingcsr.SignerName, Verb: "approve"},
 			})
 			c, err := servingcsr.New(servingcsr.Options{
 				Client:    kube,

@@ -89,7 +89,8 @@ type imdsReply struct {
 
 func (s *Server) serveIMDS(w http.ResponseWriter, r *http.Request) {
 	endpoint := "imds " + r.Method + " " + imdsPattern(r.URL.Path)
-	d := s.intercept(r, endpoint)
+	d, r, done := s.srv.Intercept(r, endpoint)
+	defer done()
 	var rep imdsReply
 	switch {
 	case d.Status != 0:
@@ -117,7 +118,7 @@ func (s *Server) serveIMDS(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodHead {
 		_, _ = w.Write([]byte(rep.body))
 	}
-	s.faults.Record(endpoint, rep.status)
+	s.srv.Record(endpoint, rep.status)
 }
 
 // imdsPattern names a metadata path for counting, with the MAC and role

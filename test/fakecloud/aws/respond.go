@@ -2,12 +2,13 @@ package aws
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/xml"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/polyccm/polyccm/test/fakecloud/fakehttp"
 )
 
 // apiError is an error answer: the HTTP status, the error code clients
@@ -52,13 +53,11 @@ type ec2Return struct {
 
 func returnTrue() *ec2Return { return &ec2Return{Return: true} }
 
-const xmlHeader = `<?xml version="1.0" encoding="UTF-8"?>` + "\n"
-
 // encodeEC2 renders an EC2 success body.
 func encodeEC2(action, requestID string, out ec2Output) []byte {
 	out.setRequestID(requestID)
 	var b bytes.Buffer
-	b.WriteString(xmlHeader)
+	b.WriteString(fakehttp.XMLHeader)
 	enc := xml.NewEncoder(&b)
 	start := xml.StartElement{
 		Name: xml.Name{Local: action + "Response"},
@@ -82,7 +81,7 @@ func encodeEC2Error(e *apiError, requestID string) []byte {
 		Errors    []xmlError `xml:"Errors>Error"`
 		RequestID string     `xml:"RequestID"`
 	}
-	return encodeDoc(xmlResponse{Errors: []xmlError{{Code: e.code, Message: e.message}}, RequestID: requestID})
+	return fakehttp.EncodeXML(xmlResponse{Errors: []xmlError{{Code: e.code, Message: e.message}}, RequestID: requestID})
 }
 
 // encodeQuery renders an AWS query protocol success body:
@@ -131,29 +130,13 @@ func encodeQueryError(namespace string, e *apiError, requestID string) []byte {
 	if e.status >= 500 {
 		typ = "Receiver"
 	}
-	return encodeDoc(xmlResponse{Xmlns: namespace, Error: xmlError{Type: typ, Code: e.code, Message: e.message}, RequestID: requestID})
-}
-
-func encodeDoc(v any) []byte {
-	b, err := xml.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("aws fake: encoding %T: %v", v, err))
-	}
-	return append([]byte(xmlHeader), b...)
+	return fakehttp.EncodeXML(xmlResponse{Xmlns: namespace, Error: xmlError{Type: typ, Code: e.code, Message: e.message}, RequestID: requestID})
 }
 
 func mustEncode(err error) {
 	if err != nil {
 		panic(fmt.Sprintf("aws fake: encoding: %v", err))
 	}
-}
-
-func newRequestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40 // UUID v4, like real request ids
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // isoTime formats a timestamp the way the query services do.

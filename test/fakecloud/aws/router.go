@@ -2,13 +2,14 @@ package aws
 
 import (
 	"cmp"
-	"context"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/polyccm/polyccm/test/fakecloud/fakehttp"
 
 	"github.com/polyccm/polyccm/test/fakecloud/faults"
 )
@@ -89,23 +90,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.serveQuery(w, r)
 }
 
-// intercept passes a request through the injector with a context that
-// also ends when the server closes, and aborts the handler if the client
-// gave up.
-func (s *Server) intercept(r *http.Request, endpoint string) faults.Decision {
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	defer context.AfterFunc(s.stop, cancel)()
-	d := s.faults.Intercept(ctx, endpoint)
-	if d.Abandoned {
-		// Break the connection rather than answer: if the server is
-		// closing under a waiting client, that is what the client would
-		// see of an API that never answered.
-		panic(http.ErrAbortHandler)
-	}
-	return d
-}
-
 // serveQuery takes a query-protocol request through fault injection,
 // authentication, authorization and the action, in that order: injected
 // failures stand for trouble in front of the API, so they win over bad
@@ -126,16 +110,17 @@ func (s *Server) serveQuery(w http.ResponseWriter, r *http.Request) {
 		svcName = svc.name
 	}
 	endpoint := svcName + " " + cmp.Or(action, "-")
-	requestID := newRequestID()
+	requestID := fakehttp.RequestID()
 
-	d := s.intercept(r, endpoint)
+	d, r, done := s.srv.Intercept(r, endpoint)
+	defer done()
 	var status int
 	if svc == nil {
 		status = writeUnknownService(w, action, form.Get("Version"), requestID)
 	} else {
 		status = s.answer(&settlingWriter{ResponseWriter: w, s: s}, r, svc, body, newParams(form), action, d, requestID)
 	}
-	s.faults.Record(endpoint, status)
+	s.srv.Record(endpoint, status)
 }
 
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, svc *service, body []byte, p params, action string, d faults.Decision, requestID string) int {

@@ -70,15 +70,12 @@
 package aws
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"time"
+
+	"github.com/polyccm/polyccm/test/fakecloud/fakehttp"
 
 	"github.com/polyccm/polyccm/test/fakecloud/faults"
 )
@@ -94,12 +91,7 @@ const (
 // Server is a fake of EC2, ELBv2, STS and IMDS. Create it with New, then
 // Start it, or mount Handler in a server of your own.
 type Server struct {
-	faults *faults.Injector
-
-	// stop ends requests held by the injector (Timeout rules) when the
-	// server closes, since httptest.Server.Close waits for them.
-	stop   context.Context
-	cancel context.CancelFunc
+	srv *fakehttp.Server
 
 	mu      sync.Mutex
 	now     func() time.Time
@@ -115,8 +107,6 @@ type Server struct {
 	elb   elbState
 	imds  imdsState
 	stats Stats
-
-	ts *httptest.Server
 }
 
 // New returns a fake whose API accepts requests signed with the given
@@ -127,11 +117,8 @@ type Server struct {
 // a default VPC (172.31.0.0/16) with a default subnet in each zone, a main
 // route table and a default security group.
 func New(accessKey, secretKey string) *Server {
-	stop, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		faults:  faults.New(),
-		stop:    stop,
-		cancel:  cancel,
+		srv:     fakehttp.New("aws fake"),
 		now:     time.Now,
 		rng:     rand.New(rand.NewPCG(1, 2)),
 		region:  DefaultRegion,
@@ -150,33 +137,11 @@ func New(accessKey, secretKey string) *Server {
 }
 
 // Start serves the fake on a free port of 127.0.0.1.
-func (s *Server) Start() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ts != nil {
-		return errors.New("aws fake: already started")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("aws fake: listen: %w", err)
-	}
-	// httptest.Server rather than http.Server: Close then waits for
-	// in-flight handlers, so nothing touches the fake after a test ends.
-	s.ts = &httptest.Server{Listener: l, Config: &http.Server{Handler: s}}
-	s.ts.Start()
-	return nil
-}
+func (s *Server) Start() error { return s.srv.Start(s) }
 
 // URL is the root of the listener, "http://127.0.0.1:PORT". It is "" before
 // Start.
-func (s *Server) URL() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ts == nil {
-		return ""
-	}
-	return s.ts.URL
-}
+func (s *Server) URL() string { return s.srv.URL() }
 
 func (s *Server) serviceURL(prefix string) string {
 	if u := s.URL(); u != "" {
@@ -199,15 +164,7 @@ func (s *Server) STSURL() string { return s.serviceURL("/sts/") }
 func (s *Server) IMDSURL() string { return s.URL() }
 
 // Close stops the server, first releasing any request a Timeout rule holds.
-func (s *Server) Close() {
-	s.cancel()
-	s.mu.Lock()
-	ts := s.ts
-	s.mu.Unlock()
-	if ts != nil {
-		ts.Close()
-	}
-}
+func (s *Server) Close() { s.srv.Close() }
 
 // Handler returns the fake as an http.Handler, for mounting elsewhere. Mount
 // it in an http.Server: abandoned requests abort with http.ErrAbortHandler,
@@ -215,7 +172,7 @@ func (s *Server) Close() {
 func (s *Server) Handler() http.Handler { return s }
 
 // Faults returns the injector every request passes through.
-func (s *Server) Faults() *faults.Injector { return s.faults }
+func (s *Server) Faults() *faults.Injector { return s.srv.Faults() }
 
 // Region returns the region the fake serves.
 func (s *Server) Region() string {

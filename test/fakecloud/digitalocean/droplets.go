@@ -1,6 +1,7 @@
 package digitalocean
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -103,18 +104,18 @@ func (s *Server) addLocked(d Droplet) Droplet {
 		d.SizeSlug = defaultSize
 	}
 	if sz, ok := findSize(d.SizeSlug); ok {
-		d.Memory = cmpOr(d.Memory, sz.memory)
-		d.VCPUs = cmpOr(d.VCPUs, sz.vcpus)
-		d.Disk = cmpOr(d.Disk, sz.disk)
+		d.Memory = cmp.Or(d.Memory, sz.memory)
+		d.VCPUs = cmp.Or(d.VCPUs, sz.vcpus)
+		d.Disk = cmp.Or(d.Disk, sz.disk)
 	}
-	d.Region = cmpOr(d.Region, defaultRegion)
-	d.Image = cmpOr(d.Image, defaultImage)
-	d.VPCUUID = cmpOr(d.VPCUUID, defaultVPC(d.Region))
+	d.Region = cmp.Or(d.Region, defaultRegion)
+	d.Image = cmp.Or(d.Image, defaultImage)
+	d.VPCUUID = cmp.Or(d.VPCUUID, defaultVPC(d.Region))
 	if d.PublicIPv4 == "" || d.PrivateIPv4 == "" {
 		public, private := allocIPv4(s.nextAddr)
 		s.nextAddr++
-		d.PublicIPv4 = cmpOr(d.PublicIPv4, public)
-		d.PrivateIPv4 = cmpOr(d.PrivateIPv4, private)
+		d.PublicIPv4 = cmp.Or(d.PublicIPv4, public)
+		d.PrivateIPv4 = cmp.Or(d.PrivateIPv4, private)
 	}
 	if d.CreatedAt.IsZero() {
 		d.CreatedAt = s.now()
@@ -126,14 +127,6 @@ func (s *Server) addLocked(d Droplet) Droplet {
 	d = d.clone()
 	s.droplets[d.ID] = &d
 	return d.clone()
-}
-
-func cmpOr[T comparable](v, fallback T) T {
-	var zero T
-	if v == zero {
-		return fallback
-	}
-	return v
 }
 
 // Droplet returns the droplet with the given ID.

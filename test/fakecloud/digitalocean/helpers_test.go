@@ -1,13 +1,11 @@
 package digitalocean
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"strings"
 	"testing"
+
+	"github.com/polyccm/polyccm/test/fakecloud/fakehttp/wiretest"
 
 	"github.com/digitalocean/godo"
 )
@@ -66,33 +64,13 @@ func apiErr(t *testing.T, err error, status int) *godo.ErrorResponse {
 // its body read.
 func raw(t *testing.T, s *Server, method, path, body string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), method, strings.TrimSuffix(s.URL(), "/")+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, b
+	return wiretest.Do(t, s.URL(), testToken, method, path, body)
 }
 
-// decode parses a JSON document into generic maps, to check the wire shape
-// independently of any client's struct tags.
+// decode parses a JSON document into generic maps.
 func decode(t *testing.T, b []byte) map[string]any {
 	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("body %q: %v", b, err)
-	}
-	return m
+	return wiretest.Decode(t, b)
 }
 
 func addN(s *Server, n int, d Droplet) []Droplet {

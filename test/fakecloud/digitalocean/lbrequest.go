@@ -1,11 +1,14 @@
 package digitalocean
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/polyccm/polyccm/test/fakecloud/fakehttp"
 )
 
 // lbRequest is the body of POST and PUT /v2/load_balancers[/{id}]
@@ -93,18 +96,18 @@ func inRange(field string, v, lo, hi int) string {
 func (s *Server) lbFromRequestLocked(req *lbRequest) (LoadBalancer, string) {
 	lb := LoadBalancer{
 		Name:                         req.Name,
-		Type:                         cmpOr(req.Type, LBTypeRegional),
+		Type:                         cmp.Or(req.Type, LBTypeRegional),
 		Region:                       req.Region,
-		Network:                      cmpOr(req.Network, LBNetworkExternal),
-		NetworkStack:                 cmpOr(req.NetworkStack, LBNetworkStackIPv4),
-		Algorithm:                    cmpOr(req.Algorithm, defaultLBAlgorithm),
+		Network:                      cmp.Or(req.Network, LBNetworkExternal),
+		NetworkStack:                 cmp.Or(req.NetworkStack, LBNetworkStackIPv4),
+		Algorithm:                    cmp.Or(req.Algorithm, defaultLBAlgorithm),
 		Tag:                          req.Tag,
 		RedirectHTTPToHTTPS:          req.RedirectHTTPToHTTPS,
 		EnableProxyProtocol:          req.EnableProxyProtocol,
 		EnableBackendKeepalive:       req.EnableBackendKeepalive,
 		HTTPIdleTimeoutSeconds:       defaultIdleTimeout,
 		DisableLetsEncryptDNSRecords: req.DisableLetsEncryptDNSRecords,
-		TLSCipherPolicy:              cmpOr(req.TLSCipherPolicy, defaultCipherPolicy),
+		TLSCipherPolicy:              cmp.Or(req.TLSCipherPolicy, defaultCipherPolicy),
 	}
 	switch {
 	case lb.Name == "":
@@ -281,15 +284,15 @@ func healthCheckFromRequest(w *wireHealthCheck) (HealthCheck, string) {
 	if !slices.Contains(healthProtocols, hc.Protocol) {
 		return hc, oneOf("health_check protocol", hc.Protocol, healthProtocols)
 	}
-	hc.Port = cmpOr(w.Port, hc.Port)
+	hc.Port = cmp.Or(w.Port, hc.Port)
 	hc.Path = w.Path
 	if hc.Protocol != "tcp" {
-		hc.Path = cmpOr(hc.Path, "/")
+		hc.Path = cmp.Or(hc.Path, "/")
 	}
-	hc.CheckIntervalSeconds = cmpOr(w.CheckIntervalSeconds, hc.CheckIntervalSeconds)
-	hc.ResponseTimeoutSeconds = cmpOr(w.ResponseTimeoutSeconds, hc.ResponseTimeoutSeconds)
-	hc.HealthyThreshold = cmpOr(w.HealthyThreshold, hc.HealthyThreshold)
-	hc.UnhealthyThreshold = cmpOr(w.UnhealthyThreshold, hc.UnhealthyThreshold)
+	hc.CheckIntervalSeconds = cmp.Or(w.CheckIntervalSeconds, hc.CheckIntervalSeconds)
+	hc.ResponseTimeoutSeconds = cmp.Or(w.ResponseTimeoutSeconds, hc.ResponseTimeoutSeconds)
+	hc.HealthyThreshold = cmp.Or(w.HealthyThreshold, hc.HealthyThreshold)
+	hc.UnhealthyThreshold = cmp.Or(w.UnhealthyThreshold, hc.UnhealthyThreshold)
 	if w.ProxyProtocol != nil {
 		v := *w.ProxyProtocol
 		hc.ProxyProtocol = &v
@@ -314,7 +317,7 @@ func stickyFromRequest(w *wireStickySessions) (StickySessions, string) {
 	if w == nil {
 		return StickySessions{Type: stickyNone}, ""
 	}
-	ss := StickySessions{Type: cmpOr(w.Type, stickyNone)}
+	ss := StickySessions{Type: cmp.Or(w.Type, stickyNone)}
 	switch {
 	case !slices.Contains(stickyTypes, ss.Type):
 		return ss, oneOf("sticky_sessions type", ss.Type, stickyTypes)
@@ -384,4 +387,4 @@ func allocLBIPv6(n int) string {
 
 // newUUID returns a random version 4 UUID, the form of load balancer and
 // certificate ids.
-func newUUID() string { return newRequestID() }
+func newUUID() string { return fakehttp.RequestID() }

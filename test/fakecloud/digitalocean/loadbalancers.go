@@ -174,21 +174,21 @@ func (s *Server) AddLoadBalancer(lb LoadBalancer) LoadBalancer {
 			panic(fmt.Sprintf("digitalocean fake: load balancer id %s already exists", lb.ID))
 		}
 	}
-	lb.Status = cmpOr(lb.Status, StatusActive)
+	lb.Status = cmp.Or(lb.Status, StatusActive)
 	if !validLBStatus(lb.Status) {
 		panic(fmt.Sprintf("digitalocean fake: invalid load balancer status %q", lb.Status))
 	}
-	lb.ID = cmpOr(lb.ID, newUUID())
-	lb.Name = cmpOr(lb.Name, "lb-"+lb.ID[:8])
-	lb.Type = cmpOr(lb.Type, LBTypeRegional)
+	lb.ID = cmp.Or(lb.ID, newUUID())
+	lb.Name = cmp.Or(lb.Name, "lb-"+lb.ID[:8])
+	lb.Type = cmp.Or(lb.Type, LBTypeRegional)
 	if lb.Type != LBTypeGlobal {
-		lb.Region = cmpOr(lb.Region, defaultRegion)
-		lb.VPCUUID = cmpOr(lb.VPCUUID, defaultVPC(lb.Region))
+		lb.Region = cmp.Or(lb.Region, defaultRegion)
+		lb.VPCUUID = cmp.Or(lb.VPCUUID, defaultVPC(lb.Region))
 	}
-	lb.Network = cmpOr(lb.Network, LBNetworkExternal)
-	lb.NetworkStack = cmpOr(lb.NetworkStack, LBNetworkStackIPv4)
-	lb.SizeUnit = cmpOr(lb.SizeUnit, cmpOr(lbSizeUnits[lb.SizeSlug], 1))
-	lb.Algorithm = cmpOr(lb.Algorithm, defaultLBAlgorithm)
+	lb.Network = cmp.Or(lb.Network, LBNetworkExternal)
+	lb.NetworkStack = cmp.Or(lb.NetworkStack, LBNetworkStackIPv4)
+	lb.SizeUnit = cmp.Or(lb.SizeUnit, cmp.Or(lbSizeUnits[lb.SizeSlug], 1))
+	lb.Algorithm = cmp.Or(lb.Algorithm, defaultLBAlgorithm)
 	if len(lb.ForwardingRules) == 0 {
 		lb.ForwardingRules = []ForwardingRule{{EntryProtocol: "tcp", EntryPort: 80, TargetProtocol: "tcp", TargetPort: 80}}
 	}
@@ -199,9 +199,9 @@ func (s *Server) AddLoadBalancer(lb LoadBalancer) LoadBalancer {
 	if lb.StickySessions == nil {
 		lb.StickySessions = &StickySessions{Type: stickyNone}
 	}
-	lb.HTTPIdleTimeoutSeconds = cmpOr(lb.HTTPIdleTimeoutSeconds, defaultIdleTimeout)
-	lb.TLSCipherPolicy = cmpOr(lb.TLSCipherPolicy, defaultCipherPolicy)
-	lb.ProjectID = cmpOr(lb.ProjectID, defaultLBProject)
+	lb.HTTPIdleTimeoutSeconds = cmp.Or(lb.HTTPIdleTimeoutSeconds, defaultIdleTimeout)
+	lb.TLSCipherPolicy = cmp.Or(lb.TLSCipherPolicy, defaultCipherPolicy)
+	lb.ProjectID = cmp.Or(lb.ProjectID, defaultLBProject)
 	if lb.CreatedAt.IsZero() {
 		lb.CreatedAt = s.now()
 	}
@@ -467,9 +467,9 @@ func (s *Server) createLoadBalancer(r *http.Request, _ params) (int, any) {
 	lb.Tags = slices.Clone(req.Tags)
 	lb.VPCUUID = req.VPCUUID
 	if lb.Type != LBTypeGlobal {
-		lb.VPCUUID = cmpOr(lb.VPCUUID, defaultVPC(lb.Region))
+		lb.VPCUUID = cmp.Or(lb.VPCUUID, defaultVPC(lb.Region))
 	}
-	lb.ProjectID = cmpOr(req.ProjectID, defaultLBProject)
+	lb.ProjectID = cmp.Or(req.ProjectID, defaultLBProject)
 	lb.CreatedAt = s.now()
 	st := s.storeLBLocked(lb)
 	// No settling here: the answer shows the load balancer as just created.
@@ -506,7 +506,7 @@ func (s *Server) updateLoadBalancer(r *http.Request, p params) (int, any) {
 		{"type", st.Type, lb.Type},
 		{"network", st.Network, lb.Network},
 		{"network_stack", st.NetworkStack, lb.NetworkStack},
-		{"vpc_uuid", st.VPCUUID, cmpOr(req.VPCUUID, st.VPCUUID)},
+		{"vpc_uuid", st.VPCUUID, cmp.Or(req.VPCUUID, st.VPCUUID)},
 	} {
 		if f.was != f.now {
 			return errUnprocessable(f.name + " cannot be modified")
@@ -514,7 +514,7 @@ func (s *Server) updateLoadBalancer(r *http.Request, p params) (int, any) {
 	}
 	lb.ID, lb.Status, lb.IP, lb.IPv6 = st.ID, st.Status, st.IP, st.IPv6
 	lb.VPCUUID, lb.Tags, lb.CreatedAt = st.VPCUUID, st.Tags, st.CreatedAt
-	lb.ProjectID = cmpOr(req.ProjectID, st.ProjectID)
+	lb.ProjectID = cmp.Or(req.ProjectID, st.ProjectID)
 	st.LoadBalancer = lb.clone()
 	return http.StatusOK, &loadBalancerRoot{LoadBalancer: wireLBOf(s.viewLocked(st))}
 }

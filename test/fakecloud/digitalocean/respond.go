@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/polyccm/polyccm/test/fakecloud/fakehttp"
 	"github.com/polyccm/polyccm/test/fakecloud/faults"
 )
 
@@ -109,7 +110,7 @@ func (rw *replyWriter) reply(status int, body any) int {
 	h.Set("Ratelimit-Limit", strconv.Itoa(limit))
 	h.Set("Ratelimit-Remaining", strconv.Itoa(remaining))
 	h.Set("Ratelimit-Reset", strconv.FormatInt(reset.Unix(), 10))
-	writeJSON(rw.w, status, body)
+	fakehttp.WriteJSON(rw.w, status, body)
 	return status
 }
 

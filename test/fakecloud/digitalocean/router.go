@@ -1,13 +1,11 @@
 package digitalocean
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/json"
-	"fmt"
+	"cmp"
 	"net/http"
 	"strings"
 
+	"github.com/polyccm/polyccm/test/fakecloud/fakehttp"
 	"github.com/polyccm/polyccm/test/fakecloud/faults"
 )
 
@@ -43,25 +41,13 @@ func (s *Server) match(method, path string) (*route, params, []string, string) {
 // gets no answer: the handler aborts with http.ErrAbortHandler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt, p, allowed, pattern := s.match(r.Method, r.URL.Path)
-	endpoint := r.Method + " " + cmpOr(pattern, r.URL.Path)
-	rw := &replyWriter{w: w, requestID: newRequestID()}
-
-	// Release held requests when the server closes, not only when the
-	// client gives up.
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	defer context.AfterFunc(s.stop, cancel)()
-
-	d := s.faults.Intercept(ctx, endpoint)
-	if d.Abandoned {
-		// Break the connection rather than answer: if the server is
-		// closing under a waiting client, that is what the client would
-		// see of a real API that never answered.
-		panic(http.ErrAbortHandler)
-	}
+	endpoint := r.Method + " " + cmp.Or(pattern, r.URL.Path)
+	rw := &replyWriter{w: w, requestID: fakehttp.RequestID()}
+	d, r, done := s.http.Intercept(r, endpoint)
+	defer done()
 	rw.quota = d.Quota
 	status := s.serve(rw, r, d, rt, p, allowed)
-	s.faults.Record(endpoint, status)
+	s.http.Record(endpoint, status)
 }
 
 func (s *Server) serve(rw *replyWriter, r *http.Request, d faults.Decision, rt *route, p params, allowed []string) int {
@@ -108,27 +94,4 @@ func (s *Server) authorized(r *http.Request) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return tok == s.token
-}
-
-func newRequestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40 // UUID v4, like the real x-request-id
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
-
-// writeJSON is the one place bodies are encoded.
-func writeJSON(w http.ResponseWriter, status int, body any) {
-	if body == nil {
-		w.WriteHeader(status)
-		return
-	}
-	b, err := json.Marshal(body)
-	if err != nil {
-		// A fake that cannot encode its own types is broken; say so loudly.
-		panic(fmt.Sprintf("digitalocean fake: encoding %T: %v", body, err))
-	}
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
 }

@@ -26,15 +26,11 @@
 package digitalocean
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"time"
 
+	"github.com/polyccm/polyccm/test/fakecloud/fakehttp"
 	"github.com/polyccm/polyccm/test/fakecloud/faults"
 	"github.com/polyccm/polyccm/test/fakecloud/pathmatch"
 )
@@ -42,13 +38,8 @@ import (
 // Server is a fake DigitalOcean API. Create it with New, then Start it, or
 // mount Handler in a server of your own.
 type Server struct {
-	faults *faults.Injector
+	http   *fakehttp.Server
 	routes pathmatch.Routes[route]
-
-	// stop ends requests held by the injector (Timeout rules) when the
-	// server closes, since httptest.Server.Close waits for them.
-	stop   context.Context
-	cancel context.CancelFunc
 
 	mu              sync.Mutex
 	token           string
@@ -69,17 +60,12 @@ type Server struct {
 	certSeq           int
 	volumes           map[string]*volumeState
 	volumeSeq         int
-
-	ts *httptest.Server
 }
 
 // New returns a fake that accepts requests bearing token.
 func New(token string) *Server {
-	stop, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		faults:        faults.New(),
-		stop:          stop,
-		cancel:        cancel,
+		http:          fakehttp.New("digitalocean fake"),
 		token:         token,
 		now:           time.Now,
 		droplets:      map[int]*Droplet{},
@@ -100,44 +86,19 @@ func New(token string) *Server {
 }
 
 // Start serves the fake on a free port of 127.0.0.1.
-func (s *Server) Start() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ts != nil {
-		return errors.New("digitalocean fake: already started")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("digitalocean fake: listen: %w", err)
-	}
-	// httptest.Server rather than http.Server: Close then waits for
-	// in-flight handlers, so nothing touches the fake after a test ends.
-	s.ts = &httptest.Server{Listener: l, Config: &http.Server{Handler: s}}
-	s.ts.Start()
-	return nil
-}
+func (s *Server) Start() error { return s.http.Start(s) }
 
 // URL is the base URL for clients, with a trailing slash as
 // godo.SetBaseURL expects ("http://127.0.0.1:PORT/"). It is "" before Start.
 func (s *Server) URL() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ts == nil {
-		return ""
+	if u := s.http.URL(); u != "" {
+		return u + "/"
 	}
-	return s.ts.URL + "/"
+	return ""
 }
 
 // Close stops the server, first releasing any request a Timeout rule holds.
-func (s *Server) Close() {
-	s.cancel()
-	s.mu.Lock()
-	ts := s.ts
-	s.mu.Unlock()
-	if ts != nil {
-		ts.Close()
-	}
-}
+func (s *Server) Close() { s.http.Close() }
 
 // Handler returns the fake as an http.Handler, for mounting elsewhere. Mount
 // it in an http.Server: abandoned requests abort with http.ErrAbortHandler,
@@ -145,7 +106,7 @@ func (s *Server) Close() {
 func (s *Server) Handler() http.Handler { return s }
 
 // Faults returns the injector every request passes through.
-func (s *Server) Faults() *faults.Injector { return s.faults }
+func (s *Server) Faults() *faults.Injector { return s.http.Faults() }
 
 // SetToken changes the accepted bearer token; requests with any other get
 // 401, as after a token is revoked.

@@ -1,6 +1,7 @@
 package digitalocean
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"slices"
@@ -46,9 +47,9 @@ func (s *Server) AddVolume(v Volume) Volume {
 		panic(fmt.Sprintf("digitalocean fake: volume %s already exists", v.ID))
 	}
 	s.volumeSeq++
-	v.Name = cmpOr(v.Name, fmt.Sprintf("volume-%d", s.volumeSeq))
-	v.Region = cmpOr(v.Region, defaultRegion)
-	v.SizeGigaBytes = cmpOr(v.SizeGigaBytes, 10)
+	v.Name = cmp.Or(v.Name, fmt.Sprintf("volume-%d", s.volumeSeq))
+	v.Region = cmp.Or(v.Region, defaultRegion)
+	v.SizeGigaBytes = cmp.Or(v.SizeGigaBytes, 10)
 	if v.CreatedAt.IsZero() {
 		v.CreatedAt = s.now()
 	}

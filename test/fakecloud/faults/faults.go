@@ -158,6 +158,8 @@ type Injector struct {
 	nextID int
 
 	bucket         bucket
+	family         func(endpoint string) (string, Limit)
+	families       map[string]*bucket
 	throttleStatus int
 
 	calls     map[string]int
@@ -263,6 +265,45 @@ func (i *Injector) SetRateLimit(rps float64, burst int) {
 	i.bucket = bucket{rps: rps, burst: burst, tokens: float64(burst), last: i.now()}
 }
 
+// Limit is one token bucket's shape: it refills at RPS tokens a second and
+// holds at most Burst.
+type Limit struct {
+	RPS   float64
+	Burst int
+}
+
+// SetFamilies throttles the way real clouds do, with a bucket per family
+// of calls rather than one for everything: family names the bucket a
+// request endpoint takes its token from, and that bucket's Limit (read when
+// the bucket is first used; each bucket starts full). A family of "" or a
+// Limit with RPS <= 0 leaves the request to the account-wide bucket of
+// SetRateLimit alone. A request must pass both buckets. nil turns family
+// buckets off.
+func (i *Injector) SetFamilies(family func(endpoint string) (string, Limit)) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.family = family
+	i.families = map[string]*bucket{}
+}
+
+// familyLocked is the family bucket endpoint draws from, or nil.
+func (i *Injector) familyLocked(endpoint string) *bucket {
+	if i.family == nil {
+		return nil
+	}
+	name, l := i.family(endpoint)
+	if name == "" || l.RPS <= 0 {
+		return nil
+	}
+	b := i.families[name]
+	if b == nil {
+		burst := max(l.Burst, 1)
+		b = &bucket{rps: l.RPS, burst: burst, tokens: float64(burst), last: i.now()}
+		i.families[name] = b
+	}
+	return b
+}
+
 // SetThrottleStatus sets the status of rate-limited requests (default 429;
 // some clouds throttle with 400 or 503).
 func (i *Injector) SetThrottleStatus(status int) {
@@ -303,9 +344,12 @@ func (i *Injector) decide(endpoint string) (d Decision, wait time.Duration, hang
 	i.calls[endpoint]++
 	wait = i.latency
 
-	if i.bucket.enabled() {
-		ok, retry := i.bucket.take(i.now())
-		d.Quota = i.bucket.quota(i.now())
+	for _, b := range []*bucket{&i.bucket, i.familyLocked(endpoint)} {
+		if b == nil || !b.enabled() {
+			continue
+		}
+		ok, retry := b.take(i.now())
+		d.Quota = b.quota(i.now())
 		if !ok {
 			i.throttled++
 			d.Status, d.Throttled, d.RetryAfter = i.throttleStatus, true, retry

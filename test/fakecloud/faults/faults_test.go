@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -387,5 +388,56 @@ func TestAfterCommit(t *testing.T) {
 	}
 	if i.Injected() != 3 {
 		t.Errorf("Injected = %d, want 3", i.Injected())
+	}
+}
+
+func TestFamiliesHaveTheirOwnBuckets(t *testing.T) {
+	i, clock := newWithClock()
+	// As EC2: reads and writes draw from different buckets.
+	i.SetFamilies(func(endpoint string) (string, Limit) {
+		switch {
+		case strings.HasPrefix(endpoint, "ec2 Describe"):
+			return "ec2 describe", Limit{RPS: 1, Burst: 2}
+		case strings.HasPrefix(endpoint, "ec2 "):
+			return "ec2 mutate", Limit{RPS: 1, Burst: 1}
+		}
+		return "", Limit{}
+	})
+	call := func(ep string) Decision { return i.Intercept(context.Background(), ep) }
+	if d := call("ec2 CreateTags"); d.Status != 0 {
+		t.Fatalf("first mutation throttled: %+v", d)
+	}
+	if d := call("ec2 DeleteTags"); !d.Throttled {
+		t.Fatalf("second mutation = %+v, want throttled (burst 1)", d)
+	}
+	for k := 0; k < 2; k++ {
+		if d := call("ec2 DescribeInstances"); d.Status != 0 {
+			t.Fatalf("describe %d throttled with the mutation bucket empty: %+v", k, d)
+		}
+	}
+	if d := call("ec2 DescribeSubnets"); !d.Throttled || d.Quota.Limit != 2 {
+		t.Fatalf("third describe = %+v, want throttled by the describe bucket", d)
+	}
+	for k := 0; k < 5; k++ {
+		if d := call("sts GetCallerIdentity"); d.Status != 0 {
+			t.Fatalf("a call of no family throttled: %+v", d)
+		}
+	}
+	clock.advance(time.Second)
+	if d := call("ec2 CreateTags"); d.Status != 0 {
+		t.Fatalf("mutation after refill = %+v", d)
+	}
+	// The account-wide bucket still applies on top.
+	i.SetRateLimit(1, 1)
+	call("sts GetCallerIdentity")
+	if d := call("sts GetCallerIdentity"); !d.Throttled {
+		t.Fatalf("account bucket not applied: %+v", d)
+	}
+	i.SetFamilies(nil)
+	i.SetRateLimit(0, 0)
+	for k := 0; k < 3; k++ {
+		if d := call("ec2 CreateTags"); d.Status != 0 {
+			t.Fatalf("families off but throttled: %+v", d)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package gce
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"net/http"
@@ -103,7 +104,7 @@ func (s *Server) registerAddresses() {
 			CreationTimestamp: timestamp(s.now()),
 			Name:              in.Name,
 			Description:       in.Description,
-			AddressType:       cmpOr(in.AddressType, "EXTERNAL"),
+			AddressType:       cmp.Or(in.AddressType, "EXTERNAL"),
 			IPVersion:         in.IPVersion,
 			Region:            s.regionPath(region),
 			Labels:            maps.Clone(in.Labels),
@@ -117,7 +118,7 @@ func (s *Server) registerAddresses() {
 		var sn *subnetState
 		switch a.AddressType {
 		case "EXTERNAL":
-			a.NetworkTier = cmpOr(in.NetworkTier, "PREMIUM")
+			a.NetworkTier = cmp.Or(in.NetworkTier, "PREMIUM")
 			if !slices.Contains(networkTiers, a.NetworkTier) {
 				return errInvalidField("resource.networkTier", a.NetworkTier, "Unknown network tier.")
 			}
@@ -125,7 +126,7 @@ func (s *Server) registerAddresses() {
 				return errInvalidField("resource.subnetwork", in.Subnetwork+in.Network, "Only INTERNAL addresses belong to a subnetwork.")
 			}
 		case "INTERNAL":
-			a.Purpose = cmpOr(in.Purpose, "GCE_ENDPOINT")
+			a.Purpose = cmp.Or(in.Purpose, "GCE_ENDPOINT")
 			if in.Subnetwork == "" {
 				sn = s.subnetForLocked(DefaultNetwork, region)
 				if sn == nil {

@@ -1,6 +1,7 @@
 package gce
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"slices"
@@ -51,19 +52,19 @@ func (s *Server) backendServiceRefLocked(ref, region, scheme string) (string, in
 // normBackendServiceLocked fills a backend service's defaults and
 // validates it; references are resolved to stored paths.
 func (s *Server) normBackendServiceLocked(b *BackendService, region string) (int, any) {
-	b.LoadBalancingScheme = cmpOr(b.LoadBalancingScheme, "EXTERNAL")
+	b.LoadBalancingScheme = cmp.Or(b.LoadBalancingScheme, "EXTERNAL")
 	if b.LoadBalancingScheme != "INTERNAL" && b.LoadBalancingScheme != "EXTERNAL" {
 		return errInvalidField("resource.loadBalancingScheme", b.LoadBalancingScheme, "The fake supports INTERNAL and EXTERNAL regional backend services.")
 	}
-	b.Protocol = cmpOr(b.Protocol, "TCP")
+	b.Protocol = cmp.Or(b.Protocol, "TCP")
 	if !slices.Contains(bsProtocols, b.Protocol) {
 		return errInvalidField("resource.protocol", b.Protocol, "Passthrough load balancers support TCP, UDP and UNSPECIFIED.")
 	}
-	b.SessionAffinity = cmpOr(b.SessionAffinity, "NONE")
+	b.SessionAffinity = cmp.Or(b.SessionAffinity, "NONE")
 	if !slices.Contains(bsAffinities, b.SessionAffinity) {
 		return errInvalidField("resource.sessionAffinity", b.SessionAffinity, "Unsupported session affinity for this load balancer.")
 	}
-	b.TimeoutSec = cmpOr(b.TimeoutSec, 30)
+	b.TimeoutSec = cmp.Or(b.TimeoutSec, 30)
 	if b.ConnectionDraining == nil {
 		b.ConnectionDraining = &ConnectionDraining{}
 	}
@@ -98,7 +99,7 @@ func (s *Server) normBackendServiceLocked(b *BackendService, region string) (int
 		}
 		groups = append(groups, rel)
 		be.Group = rel
-		be.BalancingMode = cmpOr(be.BalancingMode, "CONNECTION")
+		be.BalancingMode = cmp.Or(be.BalancingMode, "CONNECTION")
 		if be.BalancingMode != "CONNECTION" {
 			return errInvalidField(field+".balancingMode", be.BalancingMode, fmt.Sprintf("Balancing mode must be CONNECTION for an %s backend service.", b.LoadBalancingScheme))
 		}

@@ -1,6 +1,7 @@
 package gce
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"net/http"
@@ -62,7 +63,7 @@ func (s *Server) AddDisk(d Disk) Disk {
 		}
 		path = s.regionalPath(d.Region, "disks", d.Name)
 	} else {
-		d.Zone = cmpOr(d.Zone, DefaultZone)
+		d.Zone = cmp.Or(d.Zone, DefaultZone)
 		if s.zones[d.Zone] == nil {
 			panic(fmt.Sprintf("gce fake: no zone %q", d.Zone))
 		}
@@ -71,9 +72,9 @@ func (s *Server) AddDisk(d Disk) Disk {
 	if s.disks[path] != nil {
 		panic(fmt.Sprintf("gce fake: disk %s already exists", path))
 	}
-	d.SizeGB = cmpOr(d.SizeGB, 10)
-	d.Type = cmpOr(d.Type, "pd-balanced")
-	d.Status = cmpOr(d.Status, "READY")
+	d.SizeGB = cmp.Or(d.SizeGB, 10)
+	d.Type = cmp.Or(d.Type, "pd-balanced")
+	d.Status = cmp.Or(d.Status, "READY")
 	if d.ID == 0 {
 		d.ID = s.newIDLocked()
 	}

@@ -1,6 +1,7 @@
 package gce
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -49,7 +50,7 @@ func (s *Server) normFirewallLocked(f *Firewall, hasPriority bool) (int, any) {
 		}
 		f.Network = rel
 	}
-	f.Direction = cmpOr(f.Direction, "INGRESS")
+	f.Direction = cmp.Or(f.Direction, "INGRESS")
 	if f.Direction != "INGRESS" && f.Direction != "EGRESS" {
 		return errInvalidField("resource.direction", f.Direction, "Must be INGRESS or EGRESS.")
 	}

@@ -1,6 +1,7 @@
 package gce
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"net/http"
@@ -186,9 +187,9 @@ func (s *Server) insertForwardingRule(c *call) (int, any) {
 		Name:                in.Name,
 		Description:         in.Description,
 		Region:              s.regionPath(region),
-		IPProtocol:          cmpOr(in.IPProtocol, "TCP"),
+		IPProtocol:          cmp.Or(in.IPProtocol, "TCP"),
 		AllPorts:            in.AllPorts,
-		LoadBalancingScheme: cmpOr(in.LoadBalancingScheme, "EXTERNAL"),
+		LoadBalancingScheme: cmp.Or(in.LoadBalancingScheme, "EXTERNAL"),
 		AllowGlobalAccess:   in.AllowGlobalAccess,
 		IPVersion:           in.IPVersion,
 		SourceIPRanges:      slices.Clone(in.SourceIPRanges),
@@ -238,7 +239,7 @@ func (s *Server) insertForwardingRule(c *call) (int, any) {
 	var sn *subnetState
 	switch f.LoadBalancingScheme {
 	case "EXTERNAL":
-		f.NetworkTier = cmpOr(in.NetworkTier, "PREMIUM")
+		f.NetworkTier = cmp.Or(in.NetworkTier, "PREMIUM")
 		if !slices.Contains(networkTiers, f.NetworkTier) {
 			return errInvalidField("resource.networkTier", f.NetworkTier, "Unknown network tier.")
 		}

@@ -1,6 +1,7 @@
 package gce
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 )
@@ -53,12 +54,12 @@ func checkPort(field string, port int) (int, any) {
 
 // normLegacy fills an HTTP health check's defaults and validates it.
 func normLegacy(h *HTTPHealthCheck) (int, any) {
-	h.Port = cmpOr(h.Port, 80)
-	h.RequestPath = cmpOr(h.RequestPath, "/")
-	h.CheckIntervalSec = cmpOr(h.CheckIntervalSec, 5)
-	h.TimeoutSec = cmpOr(h.TimeoutSec, 5)
-	h.HealthyThreshold = cmpOr(h.HealthyThreshold, 2)
-	h.UnhealthyThreshold = cmpOr(h.UnhealthyThreshold, 2)
+	h.Port = cmp.Or(h.Port, 80)
+	h.RequestPath = cmp.Or(h.RequestPath, "/")
+	h.CheckIntervalSec = cmp.Or(h.CheckIntervalSec, 5)
+	h.TimeoutSec = cmp.Or(h.TimeoutSec, 5)
+	h.HealthyThreshold = cmp.Or(h.HealthyThreshold, 2)
+	h.UnhealthyThreshold = cmp.Or(h.UnhealthyThreshold, 2)
 	if status, body := checkPort("resource.port", h.Port); status != 0 {
 		return status, body
 	}
@@ -68,10 +69,10 @@ func normLegacy(h *HTTPHealthCheck) (int, any) {
 // normHC fills a health check's defaults and validates its type and
 // protocol block.
 func normHC(h *HealthCheck) (int, any) {
-	h.CheckIntervalSec = cmpOr(h.CheckIntervalSec, 5)
-	h.TimeoutSec = cmpOr(h.TimeoutSec, 5)
-	h.HealthyThreshold = cmpOr(h.HealthyThreshold, 2)
-	h.UnhealthyThreshold = cmpOr(h.UnhealthyThreshold, 2)
+	h.CheckIntervalSec = cmp.Or(h.CheckIntervalSec, 5)
+	h.TimeoutSec = cmp.Or(h.TimeoutSec, 5)
+	h.HealthyThreshold = cmp.Or(h.HealthyThreshold, 2)
+	h.UnhealthyThreshold = cmp.Or(h.UnhealthyThreshold, 2)
 	if status, body := checkTiming(h.CheckIntervalSec, h.TimeoutSec, h.HealthyThreshold, h.UnhealthyThreshold); status != 0 {
 		return status, body
 	}
@@ -105,10 +106,10 @@ func normHC(h *HealthCheck) (int, any) {
 			h.TCPHealthCheck = &HealthCheckTCP{}
 		}
 		t := h.TCPHealthCheck
-		t.PortSpecification = cmpOr(t.PortSpecification, "USE_FIXED_PORT")
-		t.ProxyHeader = cmpOr(t.ProxyHeader, "NONE")
+		t.PortSpecification = cmp.Or(t.PortSpecification, "USE_FIXED_PORT")
+		t.ProxyHeader = cmp.Or(t.ProxyHeader, "NONE")
 		if t.PortSpecification == "USE_FIXED_PORT" {
-			t.Port = cmpOr(t.Port, 80)
+			t.Port = cmp.Or(t.Port, 80)
 			return checkPort("resource.tcpHealthCheck.port", t.Port)
 		}
 	default:
@@ -117,15 +118,15 @@ func normHC(h *HealthCheck) (int, any) {
 			*p = &HealthCheckHTTP{}
 		}
 		t := *p
-		t.PortSpecification = cmpOr(t.PortSpecification, "USE_FIXED_PORT")
-		t.ProxyHeader = cmpOr(t.ProxyHeader, "NONE")
-		t.RequestPath = cmpOr(t.RequestPath, "/")
+		t.PortSpecification = cmp.Or(t.PortSpecification, "USE_FIXED_PORT")
+		t.ProxyHeader = cmp.Or(t.ProxyHeader, "NONE")
+		t.RequestPath = cmp.Or(t.RequestPath, "/")
 		if t.PortSpecification == "USE_FIXED_PORT" {
 			def := 80
 			if h.Type != "HTTP" {
 				def = 443
 			}
-			t.Port = cmpOr(t.Port, def)
+			t.Port = cmp.Or(t.Port, def)
 			return checkPort("resource.port", t.Port)
 		}
 	}

@@ -2,12 +2,11 @@ package gce
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"strings"
 	"testing"
+
+	"github.com/polyccm/polyccm/test/fakecloud/fakehttp/wiretest"
 
 	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/apiv1/computepb"
@@ -92,33 +91,13 @@ func waiter(t *testing.T) func(*compute.Operation, error) *compute.Operation {
 // its body read.
 func raw(t *testing.T, s *Server, method, path, body string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), method, s.URL()+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, b
+	return wiretest.Do(t, s.URL(), testToken, method, path, body)
 }
 
-// decode parses a JSON document into generic maps, to check the wire
-// shape independently of any client.
+// decode parses a JSON document into generic maps.
 func decode(t *testing.T, b []byte) map[string]any {
 	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("body %q: %v", b, err)
-	}
-	return m
+	return wiretest.Decode(t, b)
 }
 
 func ptr[T any](v T) *T { return &v }

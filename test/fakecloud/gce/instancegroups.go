@@ -2,6 +2,7 @@ package gce
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -134,7 +135,7 @@ func (s *Server) registerInstanceGroups() {
 		if g == nil {
 			return errNotFound(path)
 		}
-		state := cmpOr(req.InstanceState, "ALL")
+		state := cmp.Or(req.InstanceState, "ALL")
 		if state != "ALL" && state != "RUNNING" {
 			return errInvalidField("instanceState", state, "Must be ALL or RUNNING.")
 		}

@@ -1,6 +1,7 @@
 package gce
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"net/http"
@@ -86,7 +87,7 @@ func (s *Server) AddInstance(in Instance) Instance {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	in = in.clone()
-	in.Zone = cmpOr(in.Zone, DefaultZone)
+	in.Zone = cmp.Or(in.Zone, DefaultZone)
 	z := s.zones[in.Zone]
 	if z == nil {
 		panic(fmt.Sprintf("gce fake: no zone %q", in.Zone))
@@ -98,12 +99,12 @@ func (s *Server) AddInstance(in Instance) Instance {
 	if s.instances[path] != nil {
 		panic(fmt.Sprintf("gce fake: instance %s already exists", path))
 	}
-	in.Status = cmpOr(in.Status, StatusRunning)
+	in.Status = cmp.Or(in.Status, StatusRunning)
 	if !validInstanceStatus(in.Status) {
 		panic(fmt.Sprintf("gce fake: invalid instance status %q", in.Status))
 	}
-	in.MachineType = cmpOr(in.MachineType, DefaultMachineType)
-	in.Network = cmpOr(in.Network, DefaultNetwork)
+	in.MachineType = cmp.Or(in.MachineType, DefaultMachineType)
+	in.Network = cmp.Or(in.Network, DefaultNetwork)
 	if s.networks[in.Network] == nil {
 		panic(fmt.Sprintf("gce fake: no network %q", in.Network))
 	}

@@ -1,6 +1,7 @@
 package gce
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -152,7 +153,7 @@ func (s *Server) AddNetwork(n Network) Network {
 	if n.ID == 0 {
 		n.ID = s.newIDLocked()
 	}
-	n.MTU = cmpOr(n.MTU, 1460)
+	n.MTU = cmp.Or(n.MTU, 1460)
 	s.networks[n.Name] = &networkState{Network: n, created: s.now()}
 	return n
 }
@@ -165,7 +166,7 @@ func (s *Server) AddSubnetwork(sn Subnetwork) Subnetwork {
 	if s.regions[sn.Region] == nil {
 		panic(fmt.Sprintf("gce fake: no region %q", sn.Region))
 	}
-	sn.Network = cmpOr(sn.Network, DefaultNetwork)
+	sn.Network = cmp.Or(sn.Network, DefaultNetwork)
 	if s.networks[sn.Network] == nil {
 		panic(fmt.Sprintf("gce fake: no network %q", sn.Network))
 	}
@@ -183,7 +184,7 @@ func (s *Server) AddSubnetwork(sn Subnetwork) Subnetwork {
 	if sn.GatewayAddress == "" {
 		sn.GatewayAddress = pfx.Addr().Next().String()
 	}
-	sn.StackType = cmpOr(sn.StackType, "IPV4_ONLY")
+	sn.StackType = cmp.Or(sn.StackType, "IPV4_ONLY")
 	sn.SecondaryRanges = slices.Clone(sn.SecondaryRanges)
 	s.subnets[key] = &subnetState{Subnetwork: sn, prefix: pfx, created: s.now()}
 	return sn

@@ -1,18 +1,17 @@
 package gce
 
 import (
-	"context"
+	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/polyccm/polyccm/test/fakecloud/fakehttp"
 
 	"github.com/polyccm/polyccm/test/fakecloud/faults"
 )
@@ -31,14 +30,11 @@ import (
 // Requests pass through a faults.Injector (Faults), counted by
 // "GET /computeMetadata/v1/PATH".
 type Metadata struct {
-	faults *faults.Injector
-	stop   context.Context
-	cancel context.CancelFunc
+	srv *fakehttp.Server
 
 	mu     sync.Mutex
 	values map[string]string // path below /computeMetadata/v1/ -> value
 	isJSON map[string]bool
-	ts     *httptest.Server
 }
 
 // MetadataConfig is what the metadata server knows about its VM.
@@ -98,17 +94,16 @@ func (s *Server) MetadataFor(zone, name string) (MetadataConfig, bool) {
 
 // NewMetadata returns a metadata server for the VM cfg describes.
 func NewMetadata(cfg MetadataConfig) *Metadata {
-	stop, cancel := context.WithCancel(context.Background())
-	m := &Metadata{faults: faults.New(), stop: stop, cancel: cancel, values: map[string]string{}, isJSON: map[string]bool{}}
-	cfg.ProjectID = cmpOr(cfg.ProjectID, "test-project")
-	cfg.NumericProjectID = cmpOr(cfg.NumericProjectID, DefaultProjectNumber)
-	cfg.Zone = cmpOr(cfg.Zone, DefaultZone)
-	cfg.InstanceName = cmpOr(cfg.InstanceName, "test-instance")
-	cfg.InstanceID = cmpOr(cfg.InstanceID, firstID)
-	cfg.Hostname = cmpOr(cfg.Hostname, fmt.Sprintf("%s.%s.c.%s.internal", cfg.InstanceName, cfg.Zone, cfg.ProjectID))
-	cfg.MachineType = cmpOr(cfg.MachineType, DefaultMachineType)
-	cfg.Network = cmpOr(cfg.Network, DefaultNetwork)
-	cfg.ServiceAccountEmail = cmpOr(cfg.ServiceAccountEmail, fmt.Sprintf("%d-compute@developer.gserviceaccount.com", cfg.NumericProjectID))
+	m := &Metadata{srv: fakehttp.New("gce metadata fake"), values: map[string]string{}, isJSON: map[string]bool{}}
+	cfg.ProjectID = cmp.Or(cfg.ProjectID, "test-project")
+	cfg.NumericProjectID = cmp.Or(cfg.NumericProjectID, DefaultProjectNumber)
+	cfg.Zone = cmp.Or(cfg.Zone, DefaultZone)
+	cfg.InstanceName = cmp.Or(cfg.InstanceName, "test-instance")
+	cfg.InstanceID = cmp.Or(cfg.InstanceID, firstID)
+	cfg.Hostname = cmp.Or(cfg.Hostname, fmt.Sprintf("%s.%s.c.%s.internal", cfg.InstanceName, cfg.Zone, cfg.ProjectID))
+	cfg.MachineType = cmp.Or(cfg.MachineType, DefaultMachineType)
+	cfg.Network = cmp.Or(cfg.Network, DefaultNetwork)
+	cfg.ServiceAccountEmail = cmp.Or(cfg.ServiceAccountEmail, fmt.Sprintf("%d-compute@developer.gserviceaccount.com", cfg.NumericProjectID))
 	num := strconv.FormatUint(cfg.NumericProjectID, 10)
 
 	m.values["project/project-id"] = cfg.ProjectID
@@ -143,7 +138,7 @@ func NewMetadata(cfg MetadataConfig) *Metadata {
 	for k, v := range cfg.ProjectAttributes {
 		m.values["project/attributes/"+k] = v
 	}
-	m.setTokenLocked(cfg.Token, cfg.ServiceAccountEmail, cmpOr(cfg.TokenLifetime, time.Hour))
+	m.setTokenLocked(cfg.Token, cfg.ServiceAccountEmail, cmp.Or(cfg.TokenLifetime, time.Hour))
 	return m
 }
 
@@ -185,58 +180,23 @@ func (m *Metadata) Delete(path string) {
 }
 
 // Start serves the metadata server on a free port of 127.0.0.1.
-func (m *Metadata) Start() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ts != nil {
-		return errors.New("gce metadata fake: already started")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("gce metadata fake: listen: %w", err)
-	}
-	m.ts = &httptest.Server{Listener: l, Config: &http.Server{Handler: m}}
-	m.ts.Start()
-	return nil
-}
+func (m *Metadata) Start() error { return m.srv.Start(m) }
 
 // Host is the value for GCE_METADATA_HOST ("127.0.0.1:PORT"); "" before
 // Start.
-func (m *Metadata) Host() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ts == nil {
-		return ""
-	}
-	return strings.TrimPrefix(m.ts.URL, "http://")
-}
+func (m *Metadata) Host() string { return strings.TrimPrefix(m.srv.URL(), "http://") }
 
 // URL is the server's base URL ("http://127.0.0.1:PORT"); "" before Start.
-func (m *Metadata) URL() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ts == nil {
-		return ""
-	}
-	return m.ts.URL
-}
+func (m *Metadata) URL() string { return m.srv.URL() }
 
 // Close stops the server.
-func (m *Metadata) Close() {
-	m.cancel()
-	m.mu.Lock()
-	ts := m.ts
-	m.mu.Unlock()
-	if ts != nil {
-		ts.Close()
-	}
-}
+func (m *Metadata) Close() { m.srv.Close() }
 
 // Handler returns the metadata server as an http.Handler.
 func (m *Metadata) Handler() http.Handler { return m }
 
 // Faults returns the injector every request passes through.
-func (m *Metadata) Faults() *faults.Injector { return m.faults }
+func (m *Metadata) Faults() *faults.Injector { return m.srv.Faults() }
 
 const metadataPrefix = "/computeMetadata/v1/"
 
@@ -248,14 +208,9 @@ func (m *Metadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if known {
 		endpoint = r.Method + " " + r.URL.Path
 	}
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	defer context.AfterFunc(m.stop, cancel)()
-	d := m.faults.Intercept(ctx, endpoint)
-	if d.Abandoned {
-		panic(http.ErrAbortHandler)
-	}
-	m.faults.Record(endpoint, m.serve(w, r, d, path, known))
+	d, r, done := m.srv.Intercept(r, endpoint)
+	defer done()
+	m.srv.Record(endpoint, m.serve(w, r, d, path, known))
 }
 
 func (m *Metadata) known(path string) bool {

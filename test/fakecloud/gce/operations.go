@@ -1,6 +1,7 @@
 package gce
 
 import (
+	"cmp"
 	"fmt"
 	"hash/fnv"
 	"net/http"
@@ -136,7 +137,7 @@ func (s *Server) takeFailureLocked(collection, opType string) *opError {
 		if f.remaining == 0 {
 			s.opFailures = append(s.opFailures[:k], s.opFailures[k+1:]...)
 		}
-		code := cmpOr(f.Code, "INTERNAL_ERROR")
+		code := cmp.Or(f.Code, "INTERNAL_ERROR")
 		status := f.HTTPStatus
 		if status == 0 {
 			switch code {

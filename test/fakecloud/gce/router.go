@@ -1,14 +1,13 @@
 package gce
 
 import (
-	"context"
-	"encoding/json"
+	"cmp"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/polyccm/polyccm/test/fakecloud/fakehttp"
 	"github.com/polyccm/polyccm/test/fakecloud/faults"
 )
 
@@ -74,19 +73,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rt, p, allowed, pattern := s.match(r.Method, r.URL.Path)
-	endpoint := r.Method + " " + cmpOr(pattern, r.URL.Path)
+	endpoint := r.Method + " " + cmp.Or(pattern, r.URL.Path)
 
-	// Release held requests when the server closes, not only when the
-	// client gives up.
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	defer context.AfterFunc(s.stop, cancel)()
-	r = r.WithContext(ctx)
-
-	d := s.faults.Intercept(ctx, endpoint)
-	if d.Abandoned {
-		panic(http.ErrAbortHandler)
-	}
+	d, r, done := s.http.Intercept(r, endpoint)
+	defer done()
 	c := &call{r: r, p: p, base: baseURL(r)}
 	s.mu.Lock()
 	if s.base == "" {
@@ -94,7 +84,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	status := s.serve(w, c, d, rt, allowed)
-	s.faults.Record(endpoint, status)
+	s.http.Record(endpoint, status)
 }
 
 func (s *Server) serve(w http.ResponseWriter, c *call, d faults.Decision, rt *route, allowed []string) int {
@@ -192,26 +182,9 @@ func reply(w http.ResponseWriter, retryAfter time.Duration, status int, body any
 		}
 		h.Set("WWW-Authenticate", challenge)
 	}
-	if retryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(int((retryAfter+time.Second-1)/time.Second)))
-	}
-	writeJSON(w, status, body)
+	fakehttp.SetRetryAfter(h, retryAfter)
+	fakehttp.WriteJSON(w, status, body)
 	return status
-}
-
-// writeJSON is the one place bodies are encoded.
-func writeJSON(w http.ResponseWriter, status int, body any) {
-	if body == nil {
-		w.WriteHeader(status)
-		return
-	}
-	b, err := json.Marshal(body)
-	if err != nil {
-		// A fake that cannot encode its own types is broken; say so loudly.
-		panic(fmt.Sprintf("gce fake: encoding %T: %v", body, err))
-	}
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
 }
 
 // baseURL is the absolute root the client reached us at, without a
@@ -222,12 +195,4 @@ func baseURL(r *http.Request) string {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host
-}
-
-func cmpOr[T comparable](v, fallback T) T {
-	var zero T
-	if v == zero {
-		return fallback
-	}
-	return v
 }

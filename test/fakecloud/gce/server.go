@@ -69,15 +69,11 @@
 package gce
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"time"
 
+	"github.com/polyccm/polyccm/test/fakecloud/fakehttp"
 	"github.com/polyccm/polyccm/test/fakecloud/faults"
 	"github.com/polyccm/polyccm/test/fakecloud/pathmatch"
 )
@@ -85,16 +81,11 @@ import (
 // Server is a fake Compute Engine API. Create it with New, then Start it,
 // or mount Handler in a server of your own.
 type Server struct {
-	faults *faults.Injector
+	http   *fakehttp.Server
 	routes pathmatch.Routes[route]
 
 	saOnce sync.Once
 	sa     *serviceAccounts // keys issued by ServiceAccountKey
-
-	// stop ends requests held by the injector (Timeout rules) and
-	// operation waits when the server closes.
-	stop   context.Context
-	cancel context.CancelFunc
 
 	mu            sync.Mutex
 	token         string
@@ -141,8 +132,6 @@ type Server struct {
 	natNext int
 
 	stats map[string]*ResourceStats
-
-	ts *httptest.Server
 }
 
 // Defaults New seeds: two regions with their zones, the auto-mode
@@ -173,11 +162,8 @@ const (
 // us-east1 (zones b, c, d), and the auto-mode "default" network with
 // subnetworks 10.128.0.0/20 and 10.142.0.0/20 in them.
 func New(project, token string) *Server {
-	stop, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		faults:           faults.New(),
-		stop:             stop,
-		cancel:           cancel,
+		http:             fakehttp.New("gce fake"),
 		token:            token,
 		project:          project,
 		projectNumber:    DefaultProjectNumber,
@@ -234,46 +220,23 @@ func New(project, token string) *Server {
 
 // Start serves the fake on a free port of 127.0.0.1.
 func (s *Server) Start() error {
+	if err := s.http.Start(s); err != nil {
+		return err
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ts != nil {
-		return errors.New("gce fake: already started")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("gce fake: listen: %w", err)
-	}
-	// httptest.Server rather than http.Server: Close then waits for
-	// in-flight handlers, so nothing touches the fake after a test ends.
-	s.ts = &httptest.Server{Listener: l, Config: &http.Server{Handler: s}}
-	s.ts.Start()
-	s.base = s.ts.URL
+	s.base = s.http.URL()
+	s.mu.Unlock()
 	return nil
 }
 
 // URL is the endpoint for clients, without a trailing slash, as
 // option.WithEndpoint expects ("http://127.0.0.1:PORT"); the REST clients
 // append "/compute/v1/projects/...". It is "" before Start.
-func (s *Server) URL() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ts == nil {
-		return ""
-	}
-	return s.ts.URL
-}
+func (s *Server) URL() string { return s.http.URL() }
 
 // Close stops the server, first releasing any request a Timeout rule or an
 // operation wait holds.
-func (s *Server) Close() {
-	s.cancel()
-	s.mu.Lock()
-	ts := s.ts
-	s.mu.Unlock()
-	if ts != nil {
-		ts.Close()
-	}
-}
+func (s *Server) Close() { s.http.Close() }
 
 // Handler returns the fake as an http.Handler, for mounting elsewhere. Mount
 // it in an http.Server: abandoned requests abort with http.ErrAbortHandler,
@@ -281,7 +244,7 @@ func (s *Server) Close() {
 func (s *Server) Handler() http.Handler { return s }
 
 // Faults returns the injector every request passes through.
-func (s *Server) Faults() *faults.Injector { return s.faults }
+func (s *Server) Faults() *faults.Injector { return s.http.Faults() }
 
 // Project returns the project the fake serves.
 func (s *Server) Project() string { return s.project }

@@ -1,6 +1,7 @@
 package gce
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"slices"
@@ -110,7 +111,7 @@ func (s *Server) registerTargetPools() {
 			Name:              in.Name,
 			Description:       in.Description,
 			Region:            s.regionPath(region),
-			SessionAffinity:   cmpOr(in.SessionAffinity, "NONE"),
+			SessionAffinity:   cmp.Or(in.SessionAffinity, "NONE"),
 			FailoverRatio:     in.FailoverRatio,
 			SelfLink:          path,
 		}
