@@ -19,7 +19,11 @@ import (
 
 // deletePollInterval is how soon a Service whose cloud resources are
 // still being released is looked at again.
-const deletePollInterval = 10 * time.Second
+const deletePollInterval = 5 * time.Second
+
+// consistencyRetry is how soon a Service waiting on EC2's eventual
+// consistency (a group just created, not yet readable) is looked at again.
+const consistencyRetry = 2 * time.Second
 
 // loadBalancers implements cloudprovider.LoadBalancer with one Network
 // Load Balancer per Service: a security group for its source ranges, one

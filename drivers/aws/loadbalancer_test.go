@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/cloud-provider/api"
 
 	"github.com/polyccm/polyccm/core/cloudapi"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 	awsccm "github.com/polyccm/polyccm/drivers/aws"
 	fakeaws "github.com/polyccm/polyccm/test/fakecloud/aws"
 	"github.com/polyccm/polyccm/test/fakecloud/faults"
@@ -581,7 +583,7 @@ func TestGetLoadBalancerReportsLeftovers(t *testing.T) {
 }
 
 // While something still holds the security group, deletion asks to be
-// retried in 10s rather than failing or reporting success.
+// retried (deletePollInterval) rather than failing or reporting success.
 func TestDeleteWaitsForSecurityGroup(t *testing.T) {
 	e := newEnv(t)
 	nodes, _ := e.nodes(1)
@@ -591,8 +593,8 @@ func TestDeleteWaitsForSecurityGroup(t *testing.T) {
 	holder := e.fake.AddInstance(fakeaws.Instance{SubnetID: e.private[zoneA].ID, SecurityGroupIDs: []string{sg.ID}})
 	err := e.lbs.EnsureLoadBalancerDeleted(ctx(t), cluster, svc)
 	var re *api.RetryError
-	if !errors.As(err, &re) || re.RetryAfter().Seconds() != 10 {
-		t.Fatalf("err = %v (%T), want a RetryError after 10s", err, err)
+	if !errors.As(err, &re) || re.RetryAfter() != awsccm.DeletePollInterval {
+		t.Fatalf("err = %v (%T), want a RetryError after %s", err, err, awsccm.DeletePollInterval)
 	}
 	e.wantLive(map[string]int{"securityGroups": 1})
 	e.fake.RemoveInstance(holder.ID)
@@ -696,4 +698,30 @@ func TestShortIntervalLowersDefaultTimeout(t *testing.T) {
 	if hc.IntervalSeconds != 5 || hc.TimeoutSeconds != 4 {
 		t.Errorf("interval %ds, timeout %ds; want 5s and 4s", hc.IntervalSeconds, hc.TimeoutSeconds)
 	}
+}
+
+// EC2's eventual consistency and an NLB's lingering interfaces are waits,
+// not failures: the Service is looked at again soon, and gets there.
+func TestEventualConsistencyIsAWait(t *testing.T) {
+	e := newEnv(t)
+	e.fake.SetConsistencyDelay(300 * time.Millisecond)
+	e.fake.SetDependencyLinger(300 * time.Millisecond)
+	nodes, _ := e.nodes(1)
+	svc := service(nil)
+	_, err := e.lbs.EnsureLoadBalancer(ctx(t), cluster, svc, nodes)
+	var pending *loadbalancers.PendingError
+	if !errors.As(err, &pending) || pending.RetryAfter() != awsccm.ConsistencyRetry {
+		t.Fatalf("first EnsureLoadBalancer = %v (%T), want a wait of %s for the new group", err, err, awsccm.ConsistencyRetry)
+	}
+	time.Sleep(400 * time.Millisecond)
+	e.ensure(svc, nodes)
+	err = e.lbs.EnsureLoadBalancerDeleted(ctx(t), cluster, svc)
+	if !errors.As(err, &pending) || pending.RetryAfter() != awsccm.DeletePollInterval {
+		t.Fatalf("delete = %v (%T), want a wait while the NLB's interfaces hold the group", err, err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if err := e.lbs.EnsureLoadBalancerDeleted(ctx(t), cluster, svc); err != nil {
+		t.Fatal(err)
+	}
+	e.wantLive(map[string]int{})
 }

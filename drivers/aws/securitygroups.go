@@ -46,7 +46,9 @@ func (l *loadBalancers) ensureSecurityGroup(ctx context.Context, cl *clients, sv
 			return "", err
 		}
 		if sg == nil {
-			return "", fmt.Errorf("security group %s was created but is not listed yet", sgName(spec))
+			// EC2 is eventually consistent: a group just created may not
+			// be listed for a moment. Not a failure; look again soon.
+			return "", loadbalancers.Pending(consistencyRetry, "security group %s was created and is not listed by EC2 yet; looking again in %s", sgName(spec), consistencyRetry)
 		}
 	}
 	id := aws.ToString(sg.GroupId)
@@ -83,7 +85,12 @@ func (l *loadBalancers) ensureSecurityGroup(ctx context.Context, cl *clients, sv
 		_, err := cloudapi.Call(ctx, l.c.api, "ec2.AuthorizeSecurityGroupIngress", func(ctx context.Context) (*ec2.AuthorizeSecurityGroupIngressOutput, error) {
 			return cl.ec2.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: aws.String(id), IpPermissions: permissions(add)})
 		})
-		if err != nil && cloudapi.KindOf(err) != cloudapi.KindExists {
+		switch {
+		case err == nil || cloudapi.KindOf(err) == cloudapi.KindExists:
+		case cloudapi.IsNotFound(err):
+			// Listed but not yet known to every EC2 endpoint.
+			return "", loadbalancers.Pending(consistencyRetry, "security group %s is not yet known to EC2 everywhere; looking again in %s", id, consistencyRetry)
+		default:
 			return "", err
 		}
 	}

@@ -108,7 +108,7 @@ func run(driverName string, n int, latency time.Duration, keep bool) (err error)
 		return fmt.Errorf("starting the simulated %s API: %w", driverName, err)
 	}
 	defer d.cloud.Close()
-	step("Starting the simulated %s API with %d running instances", d.cloud.Title(), n)
+	step("Starting the simulated %s API with %d running instances (%s profile: load balancers provision, operations take time, the API throttles as the real one does)", d.cloud.Title(), n, simcloud.Realistic.Name)
 	d.nodes = d.cloud.AddInstances(n)
 
 	step("Starting polyccm")

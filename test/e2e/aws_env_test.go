@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/polyccm/polyccm/test/simcloud"
+
 	"github.com/polyccm/polyccm/drivers/aws"
 	fakeaws "github.com/polyccm/polyccm/test/fakecloud/aws"
 	"github.com/polyccm/polyccm/test/harness"
@@ -33,6 +35,7 @@ func newAWSEnv(t *testing.T, tweak func(*harness.Settings)) *awsEnv {
 	e := &awsEnv{env: newEnv(t), subnets: map[string]fakeaws.Subnet{}}
 	e.secret = awsSecretKey
 	e.fake = fakeaws.New(awsAccessKey, awsSecretKey)
+	simcloud.Realistic.AWS(e.fake) // the default: tests see the cloud's delays and throttling
 	if err := e.fake.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/polyccm/polyccm/test/simcloud"
+
 	"github.com/digitalocean/godo"
 
 	fakedo "github.com/polyccm/polyccm/test/fakecloud/digitalocean"
@@ -35,6 +37,7 @@ func newDOEnvWith(t *testing.T, droplets []fakedo.Droplet, tweak func(*harness.S
 	e := &doEnv{env: newEnv(t), token: "dop_v1_" + strings.Repeat("e2e0", 12)}
 	e.secret = e.token
 	e.fake = fakedo.New(e.token)
+	simcloud.Realistic.DigitalOcean(e.fake) // the default: tests see the cloud's delays and throttling
 	if err := e.fake.Start(); err != nil {
 		t.Fatal(err)
 	}

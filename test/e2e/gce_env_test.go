@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/polyccm/polyccm/test/simcloud"
+
 	fakegce "github.com/polyccm/polyccm/test/fakecloud/gce"
 	"github.com/polyccm/polyccm/test/harness"
 )
@@ -30,6 +32,7 @@ func newGCEEnv(t *testing.T, tweak func(*harness.Settings)) *gceEnv {
 	token := "ya29.e2e-" + strings.Repeat("x", 20)
 	e.secret = token
 	e.fake = fakegce.New(gceProject, token)
+	simcloud.Realistic.GCE(e.fake) // the default: tests see the cloud's delays and throttling
 	if err := e.fake.Start(); err != nil {
 		t.Fatal(err)
 	}

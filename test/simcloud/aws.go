@@ -38,7 +38,7 @@ func newAWS(o Options) (Cloud, error) {
 	f := fakeaws.New(awsAccessKey, secret)
 	f.SetRegion(awsRegion) // before any resource: zones take its name
 	f.Faults().SetLatency(o.Latency)
-	f.SetLoadBalancerActivationDelay(2 * time.Second)
+	o.profile().AWS(f)
 	if err := f.Start(); err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ func newDigitalOcean(o Options) (Cloud, error) {
 	tok := "dop_v1_sim_" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	f := fakedo.New(tok)
 	f.Faults().SetLatency(o.Latency)
-	f.SetLoadBalancerActivationDelay(2 * time.Second)
+	o.profile().DigitalOcean(f)
 	if err := f.Start(); err != nil {
 		return nil, err
 	}

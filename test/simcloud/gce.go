@@ -35,6 +35,7 @@ func newGCE(o Options) (Cloud, error) {
 	// polyccm never sees it in its config.
 	f := fakegce.New(gceProject, "ya29.demo-"+strconv.FormatInt(time.Now().UnixNano(), 36))
 	f.Faults().SetLatency(o.Latency)
+	o.profile().GCE(f)
 	if err := f.Start(); err != nil {
 		return nil, err
 	}

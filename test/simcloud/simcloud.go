@@ -26,6 +26,16 @@ type Options struct {
 	ClusterName string
 	// Latency is added to every API call.
 	Latency time.Duration
+	// Profile is how like the real cloud the fake behaves; nil is
+	// Realistic.
+	Profile *Profile
+}
+
+func (o Options) profile() Profile {
+	if o.Profile == nil {
+		return Realistic
+	}
+	return *o.Profile
 }
 
 // Cloud is one simulated cloud.

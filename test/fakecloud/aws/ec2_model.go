@@ -168,6 +168,14 @@ type ec2State struct {
 	sgs         map[string]*sgRec
 	volumes     map[string]*volumeRec
 	nextPublic  int
+
+	// consistency is how long a group created through the API stays
+	// invisible to reads (SetConsistencyDelay); linger how long a deleted
+	// load balancer's network interfaces keep holding its security groups,
+	// held until the time in lingering (SetDependencyLinger).
+	consistency time.Duration
+	linger      time.Duration
+	lingering   map[string]time.Time
 }
 
 func (e *ec2State) init() {
@@ -177,6 +185,7 @@ func (e *ec2State) init() {
 	e.instances = map[string]*instanceRec{}
 	e.sgs = map[string]*sgRec{}
 	e.volumes = map[string]*volumeRec{}
+	e.lingering = map[string]time.Time{}
 }
 
 type vpcRec struct {

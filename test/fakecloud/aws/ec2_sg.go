@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // SecurityGroup is the fake's view of one security group, its rules grouped
@@ -71,6 +72,20 @@ type sgRec struct {
 	rules               []sgRule
 	seq                 int
 	builtin             bool // a VPC's "default" group
+	// visibleAt is when a group created through the API shows in reads:
+	// EC2 is eventually consistent, and a group just created may answer
+	// InvalidGroup.NotFound for a while.
+	visibleAt time.Time
+}
+
+// sgLocked is the group with id as reads see it: nil while it is
+// unknown or not yet visible.
+func (s *Server) sgLocked(id string) *sgRec {
+	g := s.ec2.sgs[id]
+	if g == nil || s.now().Before(g.visibleAt) {
+		return nil
+	}
+	return g
 }
 
 // maxRulesPerGroup is EC2's default quota of inbound (and, separately,
@@ -323,7 +338,7 @@ func (s *Server) readPermissionsLocked(p params, egress bool) ([]sgRule, *apiErr
 					id = g.id
 				}
 			}
-			if s.ec2.sgs[id] == nil {
+			if s.sgLocked(id) == nil {
 				return nil, badRequest("InvalidGroup.NotFound", "The security group '%s' does not exist", cmp.Or(id, r.get("GroupName")))
 			}
 			x := base
@@ -358,7 +373,7 @@ func (s *Server) lookupGroupLocked(p params) (*sgRec, *apiError) {
 		if !validID("sg", id) {
 			return nil, badRequest("InvalidGroupId.Malformed", "Invalid id: \"%s\" (expecting \"sg-...\")", id)
 		}
-		g := s.ec2.sgs[id]
+		g := s.sgLocked(id)
 		if g == nil {
 			return nil, badRequest("InvalidGroup.NotFound", "The security group '%s' does not exist", id)
 		}
@@ -407,6 +422,7 @@ func (s *Server) createSecurityGroup(c *call) (any, *apiError) {
 		return nil, err
 	}
 	g := s.addSecurityGroupLocked(name, desc, vpc, tags, false)
+	g.visibleAt = s.now().Add(s.ec2.consistency)
 	return &xmlCreateSecurityGroup{Return: true, GroupID: g.id, SecurityGroupArn: s.sgARN(g.id), Tags: xmlTags(g.tags)}, nil
 }
 
@@ -495,7 +511,7 @@ func (s *Server) describeSecurityGroups(c *call) (any, *apiError) {
 		if !validID("sg", id) {
 			return nil, badRequest("InvalidGroupId.Malformed", "Invalid id: \"%s\" (expecting \"sg-...\")", id)
 		}
-		if s.ec2.sgs[id] == nil {
+		if s.sgLocked(id) == nil {
 			return nil, badRequest("InvalidGroup.NotFound", "The security group '%s' does not exist", id)
 		}
 		want[id] = true
@@ -509,7 +525,7 @@ func (s *Server) describeSecurityGroups(c *call) (any, *apiError) {
 	}
 	var sel []*sgRec
 	for _, g := range sortedBySeq(s.ec2.sgs, func(g *sgRec) int { return g.seq }) {
-		if (len(want) == 0 || want[g.id]) && matches(fs, g.fields, g.tags) {
+		if (len(want) == 0 || want[g.id]) && s.sgLocked(g.id) != nil && matches(fs, g.fields, g.tags) {
 			sel = append(sel, g)
 		}
 	}
@@ -529,9 +545,10 @@ func (s *Server) deleteSecurityGroup(c *call) (any, *apiError) {
 	if g.builtin {
 		return nil, badRequest("CannotDelete", "the specified group: \"%s\" name: \"%s\" cannot be deleted by a user", g.id, g.name)
 	}
-	if s.sgInUseLocked(g.id) {
+	if s.sgInUseLocked(g.id) || s.now().Before(s.ec2.lingering[g.id]) {
 		return nil, badRequest("DependencyViolation", "resource %s has a dependent object", g.id)
 	}
+	delete(s.ec2.lingering, g.id)
 	delete(s.ec2.sgs, g.id)
 	s.stats.SecurityGroups.deleted()
 	return &xmlDeleteSecurityGroup{Return: true, GroupID: g.id}, nil
@@ -691,7 +708,7 @@ func (s *Server) revoke(c *call, egress bool) (any, *apiError) {
 // (ModifyInstanceAttribute GroupId.N) exist in its VPC.
 func (s *Server) checkGroupsLocked(ids []string, vpc string) *apiError {
 	for _, id := range ids {
-		g := s.ec2.sgs[id]
+		g := s.sgLocked(id)
 		if g == nil {
 			return badRequest("InvalidGroup.NotFound", "The security group '%s' does not exist", id)
 		}

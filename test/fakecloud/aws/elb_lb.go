@@ -344,7 +344,7 @@ func (s *Server) eipAddress(alloc string) string {
 
 func (s *Server) checkLBSecurityGroupsLocked(ids []string, vpc string) *apiError {
 	for _, id := range ids {
-		g := s.ec2.sgs[id]
+		g := s.sgLocked(id)
 		if g == nil || g.vpc != vpc {
 			return badRequest("InvalidSecurityGroup", "Security group '%s' does not exist in VPC '%s'", id, vpc)
 		}
@@ -449,6 +449,11 @@ func (s *Server) deleteLoadBalancer(c *call) (any, *apiError) {
 		}
 	}
 	delete(s.elb.lbs, arn)
+	if s.ec2.linger > 0 {
+		for _, id := range lb.SecurityGroups {
+			s.ec2.lingering[id] = s.now().Add(s.ec2.linger)
+		}
+	}
 	s.stats.LoadBalancers.deleted()
 	return nil, nil
 }

@@ -210,6 +210,29 @@ func (s *Server) SetLoadBalancerActivationDelay(d time.Duration) {
 	s.elb.activationDelay = d
 }
 
+// SetConsistencyDelay sets how long a security group created through the
+// API stays invisible to reads: describing it, naming it in a rule or a
+// load balancer answers InvalidGroup.NotFound (InvalidSecurityGroup from
+// ELBv2) and filtered listings leave it out, as EC2's eventual consistency
+// allows ("Eventual consistency in the Amazon EC2 API"). The default, 0,
+// makes groups visible at once.
+func (s *Server) SetConsistencyDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ec2.consistency = d
+}
+
+// SetDependencyLinger sets how long a deleted load balancer's network
+// interfaces keep its security groups in use: deleting such a group
+// answers DependencyViolation until then, as on AWS, where an NLB's
+// interfaces go some time after the NLB. The default, 0, frees them at
+// once.
+func (s *Server) SetDependencyLinger(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ec2.linger = d
+}
+
 // SetTargetHealthDelay sets how long newly registered targets stay
 // "initial" before turning "healthy". The default, 0, makes them healthy
 // from the next read on.
