@@ -109,6 +109,11 @@ func WithoutCreates(ctx context.Context) context.Context {
 // ErrCreateSkipped is returned for a Creates call under WithoutCreates.
 var ErrCreateSkipped = errors.New("not creating: this pass only updates what exists")
 
+// AttemptTimeout is the bound on one attempt (cloudAPI.timeout). A driver
+// whose SDK does not pass the context to every request bounds its HTTP
+// client with it too.
+func (c *Client) AttemptTimeout() time.Duration { return c.o.Timeout }
+
 // Do runs fn, the SDK call named op (e.g. "droplets.list"), under the
 // client's rate limit, timeout and retry policy. It returns nil or an
 // *Error. A KindNotFound result is a normal answer, not a failure.

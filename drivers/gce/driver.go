@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 
+	htransport "google.golang.org/api/transport/http"
+
 	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/metadata"
 	"golang.org/x/oauth2"
@@ -219,7 +221,16 @@ func (c *Cloud) client(ctx context.Context) (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []option.ClientOption{option.WithTokenSource(ts), option.WithUserAgent(version.UserAgent())}
+	// One authenticated HTTP client for all the REST clients, bounded by
+	// cloudAPI.timeout: the apiv1 List methods (compute v1.75.0) build
+	// their requests without the caller's context, so a list the API
+	// never answers would otherwise hang past every deadline.
+	hc, _, err := htransport.NewClient(ctx, option.WithTokenSource(ts), option.WithUserAgent(version.UserAgent()))
+	if err != nil {
+		return nil, fmt.Errorf("building the GCE HTTP client: %w", err)
+	}
+	hc.Timeout = c.api.AttemptTimeout()
+	opts := []option.ClientOption{option.WithHTTPClient(hc)}
 	if c.cfg.Endpoint != "" {
 		opts = append(opts, option.WithEndpoint(strings.TrimSuffix(c.cfg.Endpoint, "/")))
 	}
