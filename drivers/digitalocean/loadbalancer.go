@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -127,6 +126,7 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 		return nil, err
 	}
 
+	// Observe.
 	lb, res, err := l.find(ctx, svc)
 	if err != nil {
 		return nil, err
@@ -134,6 +134,16 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if lb == nil && update {
 		return nil, nil
 	}
+	// Plan: one load balancer, created or updated as a whole (the API
+	// takes the whole request either way).
+	var plan loadbalancers.Plan
+	if lb == nil {
+		plan.Add(loadbalancers.Change{Action: loadbalancers.Create, Kind: "load balancer", Name: req.Name})
+	} else if lb.Status != "new" && lb.Status != "errored" {
+		plan.Add(loadbalancers.Change{Action: loadbalancers.Update, Kind: "load balancer", Name: lb.ID, Fields: diffLB(lb, req)})
+	}
+	plan.Log(svc)
+	// Apply.
 	if lb == nil {
 		// The name is recorded first, so that if the create's outcome is
 		// unknown the next pass knows the load balancer by that name as
@@ -164,8 +174,8 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if err := immutableChanged(lb, req); err != nil {
 		return nil, err
 	}
-	if !sameLB(lb, req) {
-		klog.InfoS("Updating load balancer", "service", klog.KObj(svc), "loadBalancer", lb.ID)
+	if !plan.Empty() && plan.Changes[0].Action == loadbalancers.Update {
+		klog.InfoS("Updating load balancer", "service", klog.KObj(svc), "loadBalancer", lb.ID, "changes", plan.String())
 		if lb, err = l.update(ctx, lb.ID, req); err != nil {
 			return nil, err
 		}
@@ -476,9 +486,10 @@ func immutableChanged(lb *godo.LoadBalancer, req *godo.LoadBalancerRequest) erro
 	return fmt.Errorf("load balancer %s cannot change %s in place; put the old value back, or delete and recreate the Service", lb.ID, strings.Join(bad, ", "))
 }
 
-// sameLB reports whether the LB already is what req asks for, in every
-// field polyccm manages, so a steady state costs no update calls.
-func sameLB(lb *godo.LoadBalancer, req *godo.LoadBalancerRequest) bool {
+// diffLB lists the fields polyccm manages in which the LB differs from
+// what req asks for: none in a steady state, which then costs no update
+// call.
+func diffLB(lb *godo.LoadBalancer, req *godo.LoadBalancerRequest) []loadbalancers.Field {
 	cur := lb.AsRequest()
 	if lb.Region != nil {
 		cur.Region = lb.Region.Slug
@@ -524,5 +535,5 @@ func sameLB(lb *godo.LoadBalancer, req *godo.LoadBalancerRequest) bool {
 		// Not sent for REGIONAL_NETWORK; the API still reports its default.
 		a.HTTPIdleTimeoutSeconds = nil
 	}
-	return reflect.DeepEqual(a, b)
+	return loadbalancers.Diff(a, b)
 }

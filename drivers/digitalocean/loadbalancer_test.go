@@ -1,12 +1,16 @@
 package digitalocean_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
+	"k8s.io/klog/v2"
 
 	"github.com/polyccm/polyccm/config/secret"
 	"github.com/polyccm/polyccm/core/annotations"
@@ -388,8 +393,13 @@ func TestEnsureUpdatesOnChange(t *testing.T) {
 	// A new node is a new target.
 	dr := e.fake.AddDroplet(fake.Droplet{Name: "node-c", Region: lbRegion})
 	e.nodes = append(e.nodes, lbNode("node-c", digitalocean.ProviderID(dr.ID), nil))
+	logs := captureLogs(t)
 	if err := e.lbs.UpdateLoadBalancer(lbCtx(t), "kubernetes", svc, e.nodes); err != nil {
 		t.Fatal(err)
+	}
+	// The update says what it changes: the plan, field by field.
+	if want := fmt.Sprintf("droplet_ids [%d %d] -> [%d %d %d]", e.nodeIDs()[0], e.nodeIDs()[1], e.nodeIDs()[0], e.nodeIDs()[1], dr.ID); !strings.Contains(logs.String(), want) {
+		t.Errorf("update log does not name the change %q:\n%s", want, logs.String())
 	}
 	got, _ = e.fake.LoadBalancer(lb.ID)
 	if n := e.calls(lbPut); n != 2 || !slices.Contains(got.DropletIDs, dr.ID) || len(got.DropletIDs) != 3 {
@@ -934,4 +944,43 @@ func TestCertificateNameAcrossPages(t *testing.T) {
 	if lb.ForwardingRules[0].CertificateID != cert.ID {
 		t.Errorf("rules = %+v, want certificate %s", lb.ForwardingRules, cert.ID)
 	}
+}
+
+// nodeIDs are the droplet IDs of the env's first nodes, in order.
+func (e *lbEnv) nodeIDs() []int {
+	var ids []int
+	for _, n := range e.nodes {
+		id, _ := strconv.Atoi(strings.TrimPrefix(n.Spec.ProviderID, "digitalocean://"))
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// captureLogs sends klog's output to a buffer for the rest of the test.
+func captureLogs(t *testing.T) *syncBuffer {
+	var b syncBuffer
+	klog.LogToStderr(false)
+	klog.SetOutput(&b)
+	t.Cleanup(func() {
+		klog.SetOutput(os.Stderr)
+		klog.LogToStderr(true)
+	})
+	return &b
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
