@@ -428,9 +428,7 @@ func TestAWSLoadBalancersConvergeUnderThrottling(t *testing.T) {
 	if st := e.fake.Stats().LoadBalancers; st.Created != n || st.Peak != n {
 		t.Errorf("NLBs: %+v; want exactly %d created", st, n)
 	}
-	for i := range n {
-		deleteServiceAndWait(t, fmt.Sprintf("astorm-%02d", i), 4*time.Minute)
-	}
+	deleteServicesAndWait(t, serviceNames("astorm", n), 4*time.Minute)
 	if left := e.owned(); len(left) != 0 {
 		t.Errorf("resources leaked: %v", left)
 	}

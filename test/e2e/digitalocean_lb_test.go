@@ -444,9 +444,7 @@ func TestDigitalOceanLoadBalancersConvergeUnderFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for i := range n {
-		deleteServiceAndWait(t, fmt.Sprintf("storm-%02d", i), 4*time.Minute)
-	}
+	deleteServicesAndWait(t, serviceNames("storm", n), 4*time.Minute)
 	if st := e.fake.LoadBalancerStats(); st.Live != 0 {
 		t.Errorf("%d load balancers leaked: %+v", st.Live, e.fake.LoadBalancers())
 	}

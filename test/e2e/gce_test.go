@@ -408,9 +408,7 @@ func TestGCELoadBalancersConvergeUnderFaults(t *testing.T) {
 	if st := e.fake.Stats()["forwardingRules"]; st.Created != n || st.Peak != n {
 		t.Errorf("forwarding rules: %+v; want exactly %d created", st, n)
 	}
-	for i := range n {
-		deleteServiceAndWait(t, fmt.Sprintf("gstorm-%02d", i), 4*time.Minute)
-	}
+	deleteServicesAndWait(t, serviceNames("gstorm", n), 4*time.Minute)
 	if live := e.live(); len(live) != 0 {
 		t.Errorf("resources leaked: %v", live)
 	}

@@ -56,6 +56,30 @@ func deleteServiceAndWait(t *testing.T, name string, timeout time.Duration) {
 	})
 }
 
+// deleteServicesAndWait deletes the Services together, as a namespace
+// teardown does, then waits for each to be gone: the controller works on
+// them in parallel, as it would in a cluster.
+func deleteServicesAndWait(t *testing.T, names []string, timeout time.Duration) {
+	t.Helper()
+	for _, name := range names {
+		if err := cp.Admin.CoreV1().Services("default").Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range names {
+		deleteServiceAndWait(t, name, timeout)
+	}
+}
+
+// serviceNames are prefix-00 ... prefix-(n-1).
+func serviceNames(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%02d", prefix, i)
+	}
+	return out
+}
+
 // faultRule fails a share of the matching requests (0: all) with status.
 func faultRule(match string, probability float64, status int) faults.Rule {
 	return faults.Rule{Match: match, Probability: probability, Status: status}
