@@ -136,6 +136,18 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	}
 	// Plan: one load balancer, created or updated as a whole (the API
 	// takes the whole request either way).
+	if update && lb != nil {
+		// The node sync changes targets only. It may hold an older copy
+		// of the Service than the last EnsureLoadBalancer did (the
+		// service controller runs both at once), so everything else is
+		// kept as the load balancer has it, never reverted.
+		cur := lb.AsRequest()
+		if lb.Region != nil {
+			cur.Region = lb.Region.Slug
+		}
+		cur.DropletIDs = req.DropletIDs
+		req = cur
+	}
 	var plan loadbalancers.Plan
 	if lb == nil {
 		plan.Add(loadbalancers.Change{Action: loadbalancers.Create, Kind: "load balancer", Name: req.Name})

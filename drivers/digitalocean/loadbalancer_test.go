@@ -984,3 +984,28 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// The node sync may hold an older copy of the Service than the last
+// EnsureLoadBalancer: it changes the targets and nothing else.
+func TestUpdateChangesTargetsOnly(t *testing.T) {
+	e := newLBEnv(t)
+	lb, svc := e.created(e.service(nil))
+	e.active(svc)
+	stale := svc.DeepCopy()
+	svc.Spec.Ports = append(svc.Spec.Ports, lbTCP(8080, 30081))
+	svc = e.update(svc)
+	e.active(svc)
+
+	dr := e.fake.AddDroplet(fake.Droplet{Name: "node-c", Region: lbRegion})
+	e.nodes = append(e.nodes, lbNode("node-c", digitalocean.ProviderID(dr.ID), nil))
+	if err := e.lbs.UpdateLoadBalancer(lbCtx(t), "kubernetes", stale, e.nodes); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := e.fake.LoadBalancer(lb.ID)
+	if len(got.ForwardingRules) != 2 {
+		t.Errorf("rules after a node sync with a stale Service = %+v, want both ports kept", got.ForwardingRules)
+	}
+	if !slices.Contains(got.DropletIDs, dr.ID) {
+		t.Errorf("droplets %v, want node-c's %d among them", got.DropletIDs, dr.ID)
+	}
+}
