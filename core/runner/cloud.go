@@ -3,6 +3,8 @@ package runner
 import (
 	"fmt"
 
+	corelisters "k8s.io/client-go/listers/core/v1"
+
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/polyccm/polyccm/core/driver"
@@ -30,8 +32,9 @@ type cloud struct {
 var _ cloudprovider.Interface = (*cloud)(nil)
 
 // assemble checks the driver's cloud against its declared capabilities and
-// wraps it.
-func assemble(d driver.Driver, dc driver.Cloud, o instances.Options) (*cloud, error) {
+// wraps it. services is the shared informer's lister (nil in tests that
+// build no load balancers).
+func assemble(d driver.Driver, dc driver.Cloud, o instances.Options, services corelisters.ServiceLister) (*cloud, error) {
 	src := dc.Instances()
 	if src == nil {
 		return nil, fmt.Errorf("driver %s returned no instance source", d.Name)
@@ -39,7 +42,11 @@ func assemble(d driver.Driver, dc driver.Cloud, o instances.Options) (*cloud, er
 	c := &cloud{name: d.Name, instances: instances.New(src, o), progress: loadbalancers.NewProgress()}
 	if lbc, ok := dc.(driver.LoadBalancerCloud); ok {
 		if lb := lbc.LoadBalancer(); lb != nil {
-			c.lb = c.progress.Track(lbtargets.LeaveOutGone(lb, c.instances))
+			lb = lbtargets.LeaveOutGone(lb, c.instances)
+			if services != nil {
+				lb = loadbalancers.Newest(lb, services)
+			}
+			c.lb = c.progress.Track(lb)
 		}
 	}
 	if rc, ok := dc.(driver.RouteCloud); ok {

@@ -88,7 +88,7 @@ func Run(ctx context.Context, s Settings) error {
 	}
 	inst := s.Instances
 	inst.Driver = d.Name
-	cloud, err := assemble(d, dc, inst)
+	cloud, err := assemble(d, dc, inst, completed.SharedInformers.Core().V1().Services().Lister())
 	if err != nil {
 		return err
 	}
