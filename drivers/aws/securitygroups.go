@@ -1,9 +1,10 @@
 package aws
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -70,17 +71,7 @@ func (l *loadBalancers) ensureSecurityGroup(ctx context.Context, cl *clients, sv
 			have[r] = true
 		}
 	}
-	var add, remove []ingressRule
-	for r := range want {
-		if !have[r] {
-			add = append(add, r)
-		}
-	}
-	for r := range have {
-		if !want[r] {
-			remove = append(remove, r)
-		}
-	}
+	add, remove := loadbalancers.Delta(want, have, compareIngress)
 	if len(add) > 0 {
 		_, err := cloudapi.Call(ctx, l.c.api, "ec2.AuthorizeSecurityGroupIngress", func(ctx context.Context) (*ec2.AuthorizeSecurityGroupIngressOutput, error) {
 			return cl.ec2.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: aws.String(id), IpPermissions: permissions(add)})
@@ -172,20 +163,13 @@ func expandPermission(p ec2types.IpPermission) []ingressRule {
 	return out
 }
 
+// compareIngress orders rules by protocol, ports and source.
+func compareIngress(a, b ingressRule) int {
+	return cmp.Or(strings.Compare(a.proto, b.proto), cmp.Compare(a.from, b.from), cmp.Compare(a.to, b.to), strings.Compare(a.cidr, b.cidr))
+}
+
 func permissions(rules []ingressRule) []ec2types.IpPermission {
-	sort.Slice(rules, func(i, j int) bool {
-		a, b := rules[i], rules[j]
-		if a.proto != b.proto {
-			return a.proto < b.proto
-		}
-		if a.from != b.from {
-			return a.from < b.from
-		}
-		if a.to != b.to {
-			return a.to < b.to
-		}
-		return a.cidr < b.cidr
-	})
+	slices.SortFunc(rules, compareIngress)
 	var out []ec2types.IpPermission
 	for _, r := range rules {
 		p := ec2types.IpPermission{IpProtocol: aws.String(r.proto), FromPort: aws.Int32(r.from), ToPort: aws.Int32(r.to)}

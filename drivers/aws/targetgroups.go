@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -208,17 +209,17 @@ func (l *loadBalancers) ensureTargets(ctx context.Context, cl *clients, arn stri
 	for _, id := range ids {
 		want[target{id, port}] = true
 	}
-	var reg, dereg []elbtypes.TargetDescription
-	for t := range want {
-		if !have[t] {
-			reg = append(reg, elbtypes.TargetDescription{Id: aws.String(t.id), Port: aws.Int32(t.port)})
+	add, remove := loadbalancers.Delta(want, have, func(a, b target) int {
+		return cmp.Or(strings.Compare(a.id, b.id), cmp.Compare(a.port, b.port))
+	})
+	describe := func(ts []target) []elbtypes.TargetDescription {
+		var out []elbtypes.TargetDescription
+		for _, t := range ts {
+			out = append(out, elbtypes.TargetDescription{Id: aws.String(t.id), Port: aws.Int32(t.port)})
 		}
+		return out
 	}
-	for t := range have {
-		if !want[t] {
-			dereg = append(dereg, elbtypes.TargetDescription{Id: aws.String(t.id), Port: aws.Int32(t.port)})
-		}
-	}
+	reg, dereg := describe(add), describe(remove)
 	if len(reg) > 0 {
 		if _, err := cloudapi.Call(ctx, l.c.api, "elbv2.RegisterTargets", func(ctx context.Context) (*elbv2.RegisterTargetsOutput, error) {
 			return cl.elb.RegisterTargets(ctx, &elbv2.RegisterTargetsInput{TargetGroupArn: aws.String(arn), Targets: reg})

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -15,6 +14,7 @@ import (
 	computev1 "google.golang.org/api/compute/v1"
 
 	"github.com/polyccm/polyccm/core/cloudapi"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
 // targetPoolChunk is how many instances one addInstance/removeInstance
@@ -37,14 +37,8 @@ func (l *loadBalancers) ensureExternal(ctx context.Context, cl *clients, env *en
 	if err := l.ensureFirewalls(ctx, cl, env, spec); err != nil {
 		return "", err
 	}
-	want := &computepb.ForwardingRule{
-		Name:                &spec.base,
-		Description:         ptr(description(spec)),
-		IPProtocol:          &spec.protocol,
-		Target:              &pool,
-		LoadBalancingScheme: ptr(spec.scheme()),
-		NetworkTier:         &spec.tier,
-	}
+	want := spec.forwardingRule()
+	want.Target, want.NetworkTier = &pool, &spec.tier
 	return l.ensureForwardingRule(ctx, cl, env, spec, want, cur)
 }
 
@@ -126,19 +120,7 @@ func (l *loadBalancers) ensureTargetPool(ctx context.Context, cl *clients, env *
 	for _, u := range cur.GetInstances() {
 		have[shortURL(u)] = true
 	}
-	var add, remove []string
-	for u := range want {
-		if !have[u] {
-			add = append(add, u)
-		}
-	}
-	for u := range have {
-		if !want[u] {
-			remove = append(remove, u)
-		}
-	}
-	sort.Strings(add)
-	sort.Strings(remove)
+	add, remove := loadbalancers.Delta(want, have, strings.Compare)
 	for chunk := range slices.Chunk(add, targetPoolChunk) {
 		refs := refsOf(chunk)
 		if err := l.c.change(ctx, cl, "targetPools.addInstance", "adding instances to target pool "+spec.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {

@@ -100,3 +100,14 @@ func portsOf(fr *computepb.ForwardingRule) string {
 	}
 	return lo + "-" + hi
 }
+
+// forwardingRule is what every scheme's rule has: the Service's name,
+// description, protocol and scheme; the caller adds where it forwards.
+func (spec *lbSpec) forwardingRule() *computepb.ForwardingRule {
+	return &computepb.ForwardingRule{
+		Name:                &spec.base,
+		Description:         ptr(description(spec)),
+		IPProtocol:          &spec.protocol,
+		LoadBalancingScheme: ptr(spec.scheme()),
+	}
+}

@@ -36,15 +36,10 @@ func (l *loadBalancers) ensureInternal(ctx, groupCtx context.Context, cl *client
 	if err := l.ensureFirewalls(ctx, cl, env, spec); err != nil {
 		return "", err
 	}
-	want := &computepb.ForwardingRule{
-		Name:                &spec.base,
-		Description:         ptr(description(spec)),
-		IPProtocol:          &spec.protocol,
-		BackendService:      &bs,
-		LoadBalancingScheme: ptr(spec.scheme()),
-		Network:             ptr(networkURL(env)),
-		Subnetwork:          ptr("projects/" + env.project + "/regions/" + env.region + "/subnetworks/" + spec.subnetwork),
-	}
+	want := spec.forwardingRule()
+	want.BackendService = &bs
+	want.Network = ptr(networkURL(env))
+	want.Subnetwork = ptr("projects/" + env.project + "/regions/" + env.region + "/subnetworks/" + spec.subnetwork)
 	if spec.globalAccess {
 		want.AllowGlobalAccess = ptr(true)
 	}

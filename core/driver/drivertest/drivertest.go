@@ -133,12 +133,13 @@ func Cloud(t *testing.T, f Fake, kube kubernetes.Interface) driver.Cloud {
 // driver has them.
 func Run(t *testing.T, f Fake) {
 	t.Run("Instances", func(t *testing.T) { RunInstances(t, f) })
+	c := Cloud(t, f, nil)
 	if lf, ok := f.(LoadBalancerFake); ok {
-		if _, ok := Cloud(t, f, nil).(driver.LoadBalancerCloud); ok {
+		if _, ok := c.(driver.LoadBalancerCloud); ok {
 			t.Run("LoadBalancers", func(t *testing.T) { RunLoadBalancers(t, lf) })
 		}
 	}
-	if _, ok := Cloud(t, f, nil).(driver.RouteCloud); ok {
+	if _, ok := c.(driver.RouteCloud); ok {
 		t.Run("Routes", func(t *testing.T) { RunRoutes(t, f) })
 	}
 }
