@@ -1,7 +1,6 @@
 package digitalocean
 
 import (
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -117,18 +116,12 @@ func (rw *replyWriter) reply(status int, body any) int {
 // tooManyRequests answers a throttled request. Retry-After is whole seconds
 // and at least 1, as the real API sends it.
 func (rw *replyWriter) tooManyRequests(retryAfter time.Duration) int {
-	rw.w.Header().Set("Retry-After", strconv.Itoa(max(1, ceilSeconds(retryAfter))))
+	fakehttp.SetRetryAfter(rw.w.Header(), max(retryAfter, time.Second))
 	return rw.reply(errTooManyRequests())
 }
 
 // injected answers with an injected failure.
 func (rw *replyWriter) injected(status int, retryAfter time.Duration) int {
-	if retryAfter > 0 {
-		rw.w.Header().Set("Retry-After", strconv.Itoa(ceilSeconds(retryAfter)))
-	}
+	fakehttp.SetRetryAfter(rw.w.Header(), retryAfter)
 	return rw.reply(errStatus(status))
-}
-
-func ceilSeconds(d time.Duration) int {
-	return int(math.Ceil(d.Seconds()))
 }
