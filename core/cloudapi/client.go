@@ -106,6 +106,21 @@ func WithoutCreates(ctx context.Context) context.Context {
 	return context.WithValue(ctx, noCreatesKey{}, true)
 }
 
+// MayCreate reports whether calls marked Creates are made under ctx. A
+// driver whose create path does work before its first create (reading
+// dependencies, changing rules) checks it to stop early.
+func MayCreate(ctx context.Context) bool {
+	no, _ := ctx.Value(noCreatesKey{}).(bool)
+	return !no
+}
+
+// WithCreates lifts WithoutCreates for resources the cluster shares rather
+// than one Service's load balancer owns (GCE's per-zone instance groups):
+// the node sync makes the group of a zone that gained its first Node.
+func WithCreates(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noCreatesKey{}, false)
+}
+
 // ErrCreateSkipped is returned for a Creates call under WithoutCreates.
 var ErrCreateSkipped = errors.New("not creating: this pass only updates what exists")
 
@@ -122,7 +137,7 @@ func (c *Client) Do(ctx context.Context, op string, fn func(ctx context.Context)
 	for _, o := range opts {
 		o(&co)
 	}
-	if co.creates && ctx.Value(noCreatesKey{}) != nil {
+	if co.creates && !MayCreate(ctx) {
 		return ErrCreateSkipped
 	}
 	var last *Error

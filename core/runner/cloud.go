@@ -9,7 +9,6 @@ import (
 
 	"github.com/polyccm/polyccm/core/driver"
 	"github.com/polyccm/polyccm/core/instances"
-	"github.com/polyccm/polyccm/core/lbtargets"
 	"github.com/polyccm/polyccm/core/loadbalancers"
 	"github.com/polyccm/polyccm/core/volumes"
 )
@@ -42,10 +41,7 @@ func assemble(d driver.Driver, dc driver.Cloud, o instances.Options, services co
 	c := &cloud{name: d.Name, instances: instances.New(src, o), progress: loadbalancers.NewProgress()}
 	if lbc, ok := dc.(driver.LoadBalancerCloud); ok {
 		if lb := lbc.LoadBalancer(); lb != nil {
-			lb = lbtargets.LeaveOutGone(lb, c.instances)
-			if services != nil {
-				lb = loadbalancers.Newest(lb, services)
-			}
+			lb = loadbalancers.Rules(lb, loadbalancers.RuleOptions{Services: services, Instances: c.instances})
 			c.lb = c.progress.Track(lb)
 		}
 	}

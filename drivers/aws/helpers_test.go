@@ -26,6 +26,7 @@ import (
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/driver"
 	"github.com/polyccm/polyccm/core/instances"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 	awsccm "github.com/polyccm/polyccm/drivers/aws"
 	fakeaws "github.com/polyccm/polyccm/test/fakecloud/aws"
 )
@@ -200,7 +201,7 @@ func (w *world) env(cfg *awsccm.Config) *env {
 		w.t.Fatalf("New: %v", err)
 	}
 	e.cloud = cloud
-	e.lbs = cloud.(driver.LoadBalancerCloud).LoadBalancer()
+	e.lbs = loadbalancers.Rules(cloud.(driver.LoadBalancerCloud).LoadBalancer(), loadbalancers.RuleOptions{})
 	e.routes = cloud.(driver.RouteCloud).Routes()
 	e.inst = instances.New(cloud.Instances(), instances.Options{Driver: awsccm.Name, BatchWindow: time.Millisecond, Timeout: 20 * time.Second})
 	return e

@@ -15,7 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/polyccm/polyccm/core/annotations"
-	"github.com/polyccm/polyccm/core/lbtargets"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
 // Service annotations, with the AWS cloud-controller-manager's names and
@@ -440,7 +440,7 @@ func targetNodes(nodes []*v1.Node, labels map[string]string) (ids []string, skip
 		}
 		return false
 	})
-	ids, skipped = lbtargets.Collect(matching, instanceID)
+	ids, skipped = loadbalancers.Collect(matching, instanceID)
 	sort.Strings(ids)
 	return ids, skipped
 }

@@ -2,7 +2,6 @@ package aws
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -91,28 +90,20 @@ func (l *loadBalancers) leftovers(ctx context.Context, cl *clients, svc *v1.Serv
 	return len(tgs) > 0, err
 }
 
-// UpdateLoadBalancer follows node changes; it never creates an NLB (the
-// node sync may run while the Service is being deleted).
+// UpdateLoadBalancer follows node changes. core/loadbalancers.Rules runs
+// it without creates: it never makes an NLB.
 func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
-	if svc.DeletionTimestamp != nil {
-		return nil
-	}
-	_, err := l.ensure(ctx, svc, nodes, true)
+	_, err := l.ensure(ctx, svc, nodes)
 	return err
 }
 
 // EnsureLoadBalancer creates or converges the Service's NLB and everything
 // around it. Invalid settings change nothing.
 func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	return l.ensure(ctx, svc, nodes, false)
+	return l.ensure(ctx, svc, nodes)
 }
 
-func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node, update bool) (st *v1.LoadBalancerStatus, err error) {
-	defer func() {
-		if errors.Is(err, cloudapi.ErrCreateSkipped) {
-			st, err = nil, nil // deleted meanwhile: nothing to update
-		}
-	}()
+func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	if elsewhere(svc) {
 		return nil, cloudprovider.ImplementedElsewhere
 	}
@@ -152,11 +143,9 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if err != nil {
 		return nil, err
 	}
-	if update {
-		if lb == nil {
-			return nil, nil
-		}
-		ctx = cloudapi.WithoutCreates(ctx)
+	if lb == nil && !cloudapi.MayCreate(ctx) {
+		// A node sync: no NLB, nothing to follow the nodes.
+		return nil, cloudapi.ErrCreateSkipped
 	}
 	if lb != nil {
 		if _, err := l.checkOwned(ctx, cl, svc, "load balancer", aws.ToString(lb.LoadBalancerArn), spec.name); err != nil {

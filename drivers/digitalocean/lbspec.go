@@ -11,7 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/polyccm/polyccm/core/annotations"
-	"github.com/polyccm/polyccm/core/lbtargets"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
 // The Service annotations, with the DigitalOcean CCM's names and meanings
@@ -430,7 +430,7 @@ func firewall(svc *v1.Service, a *annotations.Values) *godo.LBFirewall {
 // dropletIDsOf maps the nodes the service controller passes to droplets,
 // skipping nodes excluded from load balancers and nodes not initialized yet.
 func dropletIDsOf(nodes []*v1.Node) (ids []int, skipped []string) {
-	ids, skipped = lbtargets.Collect(nodes, dropletID)
+	ids, skipped = loadbalancers.Collect(nodes, dropletID)
 	sort.Ints(ids)
 	return ids, skipped
 }

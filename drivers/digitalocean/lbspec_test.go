@@ -691,20 +691,18 @@ func specNode(name, providerID string, labels map[string]string) *v1.Node {
 	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: v1.NodeSpec{ProviderID: providerID}}
 }
 
+// dropletIDsOf maps providerIDs; which Nodes are targets at all (the
+// exclusion label) is core/loadbalancers.Rules's, tested there.
 func TestDropletIDsOf(t *testing.T) {
-	excl := func(v string) map[string]string { return map[string]string{v1.LabelNodeExcludeBalancers: v} }
 	nodes := []*v1.Node{
 		specNode("n1", "digitalocean://3", nil),
 		specNode("n2", "digitalocean://1", nil),
 		specNode("n3", "digitalocean://3", nil), // duplicate
-		specNode("n4", "digitalocean://7", excl("true")),
-		specNode("n5", "digitalocean://8", excl("banana")), // invalid: excluded, as upstream does
-		specNode("n6", "digitalocean://2", excl("false")),
+		specNode("n6", "digitalocean://2", nil),
 		specNode("n7", "", nil),
 		specNode("n8", "aws:///us-east-1a/i-0123", nil),
 		specNode("n9", "digitalocean:///4", nil),
 		specNode("n10", "digitalocean://x", nil),
-		specNode("n11", "", excl("true")), // excluded before its providerID matters
 	}
 	ids, skipped := dropletIDsOf(nodes)
 	if want := []int{1, 2, 3, 4}; !reflect.DeepEqual(ids, want) {

@@ -86,13 +86,10 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v
 	return l.ensure(ctx, svc, nodes, false)
 }
 
-// UpdateLoadBalancer follows node changes; it is the same reconciliation,
-// except that it never creates a load balancer (the node sync may run
-// while the Service is being deleted).
+// UpdateLoadBalancer follows node changes: it changes the droplets only.
+// core/loadbalancers.Rules runs it without creates: it never makes a load
+// balancer.
 func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
-	if svc.DeletionTimestamp != nil {
-		return nil
-	}
 	_, err := l.ensure(ctx, svc, nodes, true)
 	return err
 }

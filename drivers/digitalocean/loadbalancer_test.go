@@ -29,6 +29,7 @@ import (
 	"github.com/polyccm/polyccm/core/annotations"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/driver"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 	"github.com/polyccm/polyccm/drivers/digitalocean"
 	fake "github.com/polyccm/polyccm/test/fakecloud/digitalocean"
 	"github.com/polyccm/polyccm/test/fakecloud/faults"
@@ -117,7 +118,7 @@ func newLBEnvAdopting(t *testing.T, adopt bool, opts ...lbOpt) *lbEnv {
 	if !ok {
 		t.Fatal("the DigitalOcean cloud has no load balancers")
 	}
-	e.lbs = lbc.LoadBalancer()
+	e.lbs = loadbalancers.Rules(lbc.LoadBalancer(), loadbalancers.RuleOptions{})
 	for _, name := range []string{"node-a", "node-b"} {
 		dr := f.AddDroplet(fake.Droplet{Name: name, Region: lbRegion})
 		e.nodes = append(e.nodes, lbNode(name, digitalocean.ProviderID(dr.ID), map[string]string{v1.LabelTopologyRegion: lbRegion}))

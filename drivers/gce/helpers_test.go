@@ -26,6 +26,7 @@ import (
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/driver"
 	"github.com/polyccm/polyccm/core/instances"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 	"github.com/polyccm/polyccm/drivers/gce"
 	fakegce "github.com/polyccm/polyccm/test/fakecloud/gce"
 )
@@ -150,7 +151,7 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	if !ok {
 		t.Fatal("the GCE cloud has no load balancers")
 	}
-	e.lb = lbc.LoadBalancer()
+	e.lb = loadbalancers.Rules(lbc.LoadBalancer(), loadbalancers.RuleOptions{})
 	rc, ok := cloud.(driver.RouteCloud)
 	if !ok {
 		t.Fatal("the GCE cloud has no routes")

@@ -13,7 +13,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/polyccm/polyccm/core/cloudapi"
-	"github.com/polyccm/polyccm/core/lbtargets"
 	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
@@ -110,13 +109,10 @@ func (l *loadBalancers) setup(ctx context.Context) (*clients, *environment, erro
 	return cl, env, nil
 }
 
-// UpdateLoadBalancer follows node changes; it never creates a load
-// balancer (the node sync may run while the Service is being deleted).
+// UpdateLoadBalancer follows node changes. core/loadbalancers.Rules runs
+// it without creates: it never makes a load balancer.
 func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
-	if svc.DeletionTimestamp != nil {
-		return nil
-	}
-	_, err := l.ensure(ctx, svc, nodes, true)
+	_, err := l.ensure(ctx, svc, nodes)
 	return err
 }
 
@@ -124,10 +120,10 @@ func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, _ string, svc *v
 // Invalid settings change nothing; a change GCE is still making returns a
 // RetryError instead of holding the worker.
 func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	return l.ensure(ctx, svc, nodes, false)
+	return l.ensure(ctx, svc, nodes)
 }
 
-func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node, update bool) (*v1.LoadBalancerStatus, error) {
+func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	a := LBAnnotations.Parse(svc)
 	spec := l.c.desiredLB(svc, a, l.c.cfg.Subnetwork)
 	if err := a.Report(l.c.deps.Recorder); err != nil {
@@ -157,14 +153,13 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	// The cluster's instance groups are shared by its internal load
 	// balancers, not part of this one: a node update makes the group of a
 	// zone that gained its first node.
-	groupCtx := ctx
+	groupCtx := cloudapi.WithCreates(ctx)
 	switch {
-	case update && switched:
-		// Nothing to update, or a switch EnsureLoadBalancer makes: here
-		// the rule could be deleted but not made again.
-		return nil, nil
-	case update:
-		ctx = cloudapi.WithoutCreates(ctx)
+	case !cloudapi.MayCreate(ctx) && switched:
+		// A node sync with nothing to update, or a switch
+		// EnsureLoadBalancer makes: here the rule could be deleted but
+		// not made again.
+		return nil, cloudapi.ErrCreateSkipped
 	case switched:
 		if err := l.deleteOtherScheme(ctx, cl, env, spec, fr); err != nil {
 			l.recordOperationError(svc, err)
@@ -181,9 +176,6 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 		ip, err = l.ensureInternal(ctx, groupCtx, cl, env, spec, byZone, fr)
 	} else {
 		ip, err = l.ensureExternal(ctx, cl, env, spec, byZone, fr)
-	}
-	if errors.Is(err, cloudapi.ErrCreateSkipped) {
-		return nil, nil // deleted meanwhile: nothing to update
 	}
 	if err != nil {
 		l.recordOperationError(svc, err)
@@ -202,7 +194,7 @@ func (l *loadBalancers) recordOperationError(svc *v1.Service, err error) {
 
 // nodeInstances groups the nodes' instances of the project by zone.
 func nodeInstances(nodes []*v1.Node, project string) (map[string][]string, []string) {
-	refs, skipped := lbtargets.Collect(nodes, func(providerID string) (instanceRef, error) {
+	refs, skipped := loadbalancers.Collect(nodes, func(providerID string) (instanceRef, error) {
 		ref, err := parseProviderID(providerID)
 		if err == nil && ref.project != project {
 			err = fmt.Errorf("instance %s is in project %s, not %s", ref.name, ref.project, project)

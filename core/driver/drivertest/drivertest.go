@@ -33,6 +33,7 @@ import (
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/driver"
 	"github.com/polyccm/polyccm/core/instances"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
 // Fault is a failure the fake injects into the calls the driver makes to
@@ -287,7 +288,7 @@ func settle(t *testing.T, what string, op func() error) {
 // RunLoadBalancers checks the load balancer lifecycle.
 func RunLoadBalancers(t *testing.T, f LoadBalancerFake) {
 	kube := k8sfake.NewClientset()
-	lbs := Cloud(t, f, kube).(driver.LoadBalancerCloud).LoadBalancer()
+	lbs := loadbalancers.Rules(Cloud(t, f, kube).(driver.LoadBalancerCloud).LoadBalancer(), loadbalancers.RuleOptions{})
 	cluster := f.ClusterName()
 	n1, n2, n3 := f.AddInstance(t), f.AddInstance(t), f.AddInstance(t)
 	svc, err := kube.CoreV1().Services("default").Create(ctx(t), f.Service("contract", 80), metav1.CreateOptions{})
@@ -367,7 +368,7 @@ func RunLoadBalancers(t *testing.T, f LoadBalancerFake) {
 	wantTargets(n3)
 
 	t.Log("restart: a new process finds what the old one made")
-	restarted := Cloud(t, f, kube).(driver.LoadBalancerCloud).LoadBalancer()
+	restarted := loadbalancers.Rules(Cloud(t, f, kube).(driver.LoadBalancerCloud).LoadBalancer(), loadbalancers.RuleOptions{})
 	resources := f.Resources(t)
 	if again := ensure(restarted, n2, n3); !sameAddress(again, st) {
 		t.Errorf("ingress moved across a restart: %+v -> %+v", st.Ingress, again.Ingress)

@@ -1,4 +1,4 @@
-package lbtargets_test
+package loadbalancers_test
 
 import (
 	"errors"
@@ -9,14 +9,15 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/polyccm/polyccm/core/lbtargets"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
 func node(name, providerID string, labels map[string]string) *v1.Node {
 	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: v1.NodeSpec{ProviderID: providerID}}
 }
 
-func TestCollect(t *testing.T) {
+// Included drops the Nodes labelled out; Collect maps the rest.
+func TestIncludedAndCollect(t *testing.T) {
 	exclude := func(v string) map[string]string { return map[string]string{v1.LabelNodeExcludeBalancers: v} }
 	nodes := []*v1.Node{
 		node("a", "fake://2", nil),
@@ -27,7 +28,7 @@ func TestCollect(t *testing.T) {
 		node("f", "fake://2", nil),                   // same instance again
 		node("g", "other://9", nil),
 	}
-	refs, skipped := lbtargets.Collect(nodes, func(pid string) (string, error) {
+	refs, skipped := loadbalancers.Collect(loadbalancers.Included(nodes), func(pid string) (string, error) {
 		id, ok := strings.CutPrefix(pid, "fake://")
 		if !ok {
 			return "", errors.New("not ours")

@@ -1,4 +1,4 @@
-package lbtargets
+package loadbalancers
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
-	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
 	"github.com/polyccm/polyccm/core/cloudapi"
@@ -21,8 +20,8 @@ type Instances interface {
 	Forget(node *v1.Node)
 }
 
-// LeaveOutGone wraps lb so that EnsureLoadBalancer and UpdateLoadBalancer
-// are not given Nodes whose instance the cloud definitively says is gone.
+// The Nodes whose instance the cloud definitively says is gone are left
+// out of every load balancer call.
 //
 // A Node outlives its instance until the node lifecycle controller sees it
 // NotReady and deletes it, most of a minute. Meanwhile every cloud refuses
@@ -31,37 +30,16 @@ type Instances interface {
 // new Node or a changed port until the old Node was gone. Nodes only in
 // doubt (a failed lookup) stay in: leaving out a live Node would cut its
 // traffic.
-func LeaveOutGone(lb cloudprovider.LoadBalancer, in Instances) cloudprovider.LoadBalancer {
-	return &leaveOutGone{LoadBalancer: lb, in: in}
-}
-
-type leaveOutGone struct {
-	cloudprovider.LoadBalancer
-	in Instances
-}
-
-func (l *leaveOutGone) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	var st *v1.LoadBalancerStatus
-	err := l.retryFresh(ctx, svc, nodes, func(live []*v1.Node) error {
-		var err error
-		st, err = l.LoadBalancer.EnsureLoadBalancer(ctx, cluster, svc, live)
-		return err
-	})
-	return st, err
-}
-
-func (l *leaveOutGone) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) error {
-	return l.retryFresh(ctx, svc, nodes, func(live []*v1.Node) error {
-		return l.LoadBalancer.UpdateLoadBalancer(ctx, cluster, svc, live)
-	})
-}
 
 // retryFresh calls f with the Nodes whose instances are not known to be
 // gone. The cache may not know yet that an instance went away; when the
 // cloud refuses the request as invalid or naming something missing, the
 // Nodes are looked up afresh and, if any turned out gone, f is tried once
 // more without them.
-func (l *leaveOutGone) retryFresh(ctx context.Context, svc *v1.Service, nodes []*v1.Node, f func([]*v1.Node) error) error {
+func (l *rules) retryFresh(ctx context.Context, svc *v1.Service, nodes []*v1.Node, f func([]*v1.Node) error) error {
+	if l.o.Instances == nil {
+		return f(nodes)
+	}
 	live := l.live(ctx, svc, nodes)
 	err := f(live)
 	if err == nil || ctx.Err() != nil {
@@ -75,7 +53,7 @@ func (l *leaveOutGone) retryFresh(ctx context.Context, svc *v1.Service, nodes []
 	}
 	for _, n := range live {
 		if n.Spec.ProviderID != "" {
-			l.in.Forget(n)
+			l.o.Instances.Forget(n)
 		}
 	}
 	fresh := l.live(ctx, svc, live)
@@ -93,7 +71,7 @@ const lookups = 256
 // live returns nodes without those whose instance is definitively gone,
 // in their order. Nodes without a providerID are kept: the driver decides
 // what to do with them, and a lookup by name could cost a cloud call.
-func (l *leaveOutGone) live(ctx context.Context, svc *v1.Service, nodes []*v1.Node) []*v1.Node {
+func (l *rules) live(ctx context.Context, svc *v1.Service, nodes []*v1.Node) []*v1.Node {
 	gone := make([]bool, len(nodes))
 	sem := make(chan struct{}, lookups)
 	var wg sync.WaitGroup
@@ -104,7 +82,7 @@ func (l *leaveOutGone) live(ctx context.Context, svc *v1.Service, nodes []*v1.No
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			exists, err := l.in.InstanceExists(ctx, n)
+			exists, err := l.o.Instances.InstanceExists(ctx, n)
 			gone[i] = err == nil && !exists
 		})
 	}

@@ -1,4 +1,4 @@
-package lbtargets_test
+package loadbalancers_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/polyccm/polyccm/core/cloudapi"
-	"github.com/polyccm/polyccm/core/lbtargets"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
 // instances answers from truth, per providerID: "live", "gone" or "doubt"
@@ -77,7 +77,7 @@ func (l *lb) UpdateLoadBalancer(_ context.Context, _ string, _ *v1.Service, node
 	return l.call(nodes)
 }
 
-var svc = &v1.Service{}
+var svc = &v1.Service{Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer}}
 
 func nodes() []*v1.Node {
 	return []*v1.Node{
@@ -92,7 +92,7 @@ func nodes() []*v1.Node {
 func TestLeaveOutGoneKeepsNodesInDoubt(t *testing.T) {
 	in := &instances{truth: map[string]string{"fake://b": "gone", "fake://c": "doubt", "fake://e": "gone"}}
 	l := &lb{}
-	w := lbtargets.LeaveOutGone(l, in)
+	w := loadbalancers.Rules(l, loadbalancers.RuleOptions{Instances: in})
 	ctx := context.Background()
 	if _, err := w.EnsureLoadBalancer(ctx, "k", svc, nodes()); err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestLeaveOutGoneLooksAgainWhenTheCloudRefuses(t *testing.T) {
 	// The cache still thinks b exists.
 	in := &instances{truth: map[string]string{"fake://b": "gone"}, cached: map[string]string{"fake://b": "live"}}
 	l := &lb{refuse: refuseMissing(cloudapi.KindInvalid)}
-	w := lbtargets.LeaveOutGone(l, in)
+	w := loadbalancers.Rules(l, loadbalancers.RuleOptions{Instances: in})
 	if err := w.UpdateLoadBalancer(context.Background(), "k", svc, nodes()); err != nil {
 		t.Fatalf("UpdateLoadBalancer = %v; want it to succeed once b is found gone", err)
 	}
@@ -153,7 +153,7 @@ func TestLeaveOutGoneTriesOnceMore(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := &instances{truth: map[string]string{"fake://b": tc.truth}, cached: map[string]string{"fake://b": "live"}}
 			l := &lb{refuse: func([]string) error { return tc.err }}
-			w := lbtargets.LeaveOutGone(l, in)
+			w := loadbalancers.Rules(l, loadbalancers.RuleOptions{Instances: in})
 			_, err := w.EnsureLoadBalancer(context.Background(), "k", svc, nodes())
 			if !errors.Is(err, tc.err) {
 				t.Errorf("EnsureLoadBalancer = %v, want %v", err, tc.err)
@@ -179,7 +179,7 @@ func TestLeaveOutGoneManyNodes(t *testing.T) {
 		want = append(want, name)
 	}
 	l := &lb{}
-	if err := lbtargets.LeaveOutGone(l, in).UpdateLoadBalancer(context.Background(), "k", svc, ns); err != nil {
+	if err := loadbalancers.Rules(l, loadbalancers.RuleOptions{Instances: in}).UpdateLoadBalancer(context.Background(), "k", svc, ns); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(l.calls[0], want) {

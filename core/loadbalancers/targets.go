@@ -1,7 +1,4 @@
-// Package lbtargets picks the Nodes a cloud load balancer sends traffic to
-// and maps them to the driver's instance references, the same way for
-// every driver.
-package lbtargets
+package loadbalancers
 
 import (
 	"strconv"
@@ -21,16 +18,24 @@ func Excluded(n *v1.Node) bool {
 	return err != nil || b
 }
 
-// Collect maps the nodes that are not Excluded to what parse finds in
-// their providerIDs, each reference once, in node order. Nodes whose
-// providerID parse refuses (not initialized yet, another cloud or
+// Included returns the nodes that are not Excluded, in their order. Rules
+// gives drivers only these.
+func Included(nodes []*v1.Node) []*v1.Node {
+	out := make([]*v1.Node, 0, len(nodes))
+	for _, n := range nodes {
+		if !Excluded(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Collect maps nodes to what parse finds in their providerIDs, each
+// reference once, in node order. Nodes whose providerID parse refuses (not initialized yet, another cloud or
 // project) are named in skipped.
 func Collect[R comparable](nodes []*v1.Node, parse func(providerID string) (R, error)) (refs []R, skipped []string) {
 	seen := map[R]bool{}
 	for _, n := range nodes {
-		if Excluded(n) {
-			continue
-		}
 		ref, err := parse(n.Spec.ProviderID)
 		if err != nil {
 			skipped = append(skipped, n.Name)
