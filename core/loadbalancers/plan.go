@@ -1,6 +1,7 @@
 package loadbalancers
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"strings"
@@ -39,6 +40,12 @@ type Change struct {
 	// Fields lists what an update changes (what a create sets, where it
 	// says so).
 	Fields []Field
+	// Apply makes the change. A driver whose resources refer to each
+	// other (a listener to a target group created earlier in the same
+	// plan) resolves those references when Apply runs, not when it plans.
+	// Nil for a plan only shown (polyccm plan) or applied by the driver
+	// itself.
+	Apply func(ctx context.Context) error
 }
 
 func (c Change) String() string {
@@ -79,6 +86,21 @@ func (p *Plan) String() string {
 		parts[i] = c.String()
 	}
 	return strings.Join(parts, "; ")
+}
+
+// Apply makes the changes in order and stops at the first error, which
+// names the change. What was applied stays: the next sync observes it and
+// plans only what is left.
+func (p *Plan) Apply(ctx context.Context) error {
+	for _, c := range p.Changes {
+		if c.Apply == nil {
+			continue
+		}
+		if err := c.Apply(ctx); err != nil {
+			return fmt.Errorf("%s %s %s: %w", c.Action, c.Kind, c.Name, err)
+		}
+	}
+	return nil
 }
 
 // Log writes the plan at -v=2: what a sync is about to change, and why

@@ -1,6 +1,8 @@
 package loadbalancers
 
 import (
+	"context"
+	"errors"
 	"reflect"
 	"testing"
 )
@@ -45,5 +47,29 @@ func TestPlanLeavesOutEmptyUpdates(t *testing.T) {
 	p.Add(Change{Action: Delete, Kind: "security group", Name: "sg-1"})
 	if got, want := p.String(), "update load balancer lb-1 (droplet_ids [1] -> [1 2]); delete security group sg-1"; got != want {
 		t.Fatalf("plan = %q, want %q", got, want)
+	}
+}
+
+// Apply runs the changes in order, stops at the first error and names it;
+// changes without Apply are skipped.
+func TestPlanApply(t *testing.T) {
+	var done []string
+	step := func(name string, err error) func(context.Context) error {
+		return func(context.Context) error {
+			done = append(done, name)
+			return err
+		}
+	}
+	var p Plan
+	p.Add(Change{Action: Create, Kind: "security group", Name: "sg", Apply: step("sg", nil)})
+	p.Add(Change{Action: Update, Kind: "load balancer", Name: "lb", Fields: []Field{{Name: "ports"}}})
+	p.Add(Change{Action: Create, Kind: "listener", Name: "80", Apply: step("80", errors.New("boom"))})
+	p.Add(Change{Action: Create, Kind: "listener", Name: "443", Apply: step("443", nil)})
+	err := p.Apply(context.Background())
+	if err == nil || err.Error() != "create listener 80: boom" {
+		t.Errorf("Apply = %v, want the failing change named", err)
+	}
+	if !reflect.DeepEqual(done, []string{"sg", "80"}) {
+		t.Errorf("applied %v, want [sg 80]", done)
 	}
 }
