@@ -1,6 +1,7 @@
 package digitalocean
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -99,9 +100,11 @@ func (rw *replyWriter) reply(status int, body any) int {
 	// The real API sets the content type even on 204s.
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("X-Request-Id", rw.requestID)
+	// Ratelimit-Limit is requests an hour, as DigitalOcean documents it
+	// (5000), not the burst the bucket also caps.
 	limit, remaining, reset := nominalRateLimit, nominalRateLimit, time.Now()
 	if q := rw.quota; q.Enabled {
-		limit, remaining, reset = q.Limit, q.Remaining, q.Reset
+		limit, remaining, reset = int(math.Round(q.Rate*3600)), q.Remaining, q.Reset
 	}
 	if status == http.StatusTooManyRequests {
 		remaining = 0

@@ -208,7 +208,8 @@ func TestRateLimit(t *testing.T) {
 		if err != nil {
 			t.Fatalf("call %d: %v", k, err)
 		}
-		if resp.Rate.Limit != 2 || resp.Rate.Remaining != 1-k {
+		// The limit is an hourly one: 0.01/s is 36 an hour.
+		if resp.Rate.Limit != 36 || resp.Rate.Remaining != 1-k {
 			t.Errorf("call %d rate = %+v", k, resp.Rate)
 		}
 	}
@@ -223,6 +224,20 @@ func TestRateLimit(t *testing.T) {
 	}
 	if s.Faults().Throttled() != 1 {
 		t.Errorf("Throttled = %d", s.Faults().Throttled())
+	}
+}
+
+// With DigitalOcean's own throttling on, the headers say what the real
+// API says: 5000 requests an hour.
+func TestRateLimitHeadersUnderThrottling(t *testing.T) {
+	s, c := start(t)
+	s.Faults().SetFamilies(Throttling)
+	_, resp, err := c.Account.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Rate.Limit != 5000 || resp.Rate.Remaining != 249 {
+		t.Errorf("rate = %+v, want limit 5000 and 249 of the 250 burst left", resp.Rate)
 	}
 }
 

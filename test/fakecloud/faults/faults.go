@@ -139,6 +139,8 @@ type Quota struct {
 	Enabled bool
 	// Limit is the bucket's capacity (the burst).
 	Limit int
+	// Rate is how many tokens a second refill it.
+	Rate float64
 	// Remaining is how many whole tokens are left.
 	Remaining int
 	// Reset is when the bucket will be full again.
@@ -505,6 +507,7 @@ func (b *bucket) quota(now time.Time) Quota {
 	return Quota{
 		Enabled:   true,
 		Limit:     b.burst,
+		Rate:      b.rps,
 		Remaining: int(b.tokens),
 		Reset:     now.Add(seconds((float64(b.burst) - b.tokens) / b.rps)),
 	}
