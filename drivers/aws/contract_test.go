@@ -10,6 +10,7 @@ import (
 
 	"github.com/polyccm/polyccm/core/driver/drivertest"
 	awsccm "github.com/polyccm/polyccm/drivers/aws"
+	fakeaws "github.com/polyccm/polyccm/test/fakecloud/aws"
 	"github.com/polyccm/polyccm/test/fakecloud/faults"
 	"github.com/polyccm/polyccm/test/simcloud"
 )
@@ -103,4 +104,18 @@ func (c *contractFake) Resources(*testing.T) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+func (c *contractFake) AddVolume(*testing.T) (*v1.PersistentVolume, map[string]string) {
+	v := c.fake.AddVolume(fakeaws.Volume{AvailabilityZone: zoneB})
+	return csiPV(awsccm.CSIDriverEBS, v.ID), map[string]string{v1.LabelTopologyZone: zoneB, v1.LabelTopologyRegion: fakeaws.DefaultRegion}
+}
+
+func (c *contractFake) MissingVolume() *v1.PersistentVolume {
+	return csiPV(awsccm.CSIDriverEBS, "vol-0000000000000dead")
+}
+
+func (c *contractFake) InjectVolumeFault(f drivertest.Fault) func() {
+	id := c.fake.Faults().AddRule(faults.Rule{Match: "ec2 DescribeVolumes", Status: f.Status, Timeout: f.Hang})
+	return func() { c.fake.Faults().RemoveRule(id) }
 }

@@ -111,3 +111,23 @@ func (c *contractFake) Resources(*testing.T) []string {
 	slices.Sort(out)
 	return out
 }
+
+func (c *contractFake) AddVolume(*testing.T) (*v1.PersistentVolume, map[string]string) {
+	v := c.fake.AddVolume(fake.Volume{Region: "fra1"})
+	return doPV(v.ID), map[string]string{v1.LabelTopologyRegion: "fra1"}
+}
+
+func (c *contractFake) MissingVolume() *v1.PersistentVolume {
+	return doPV("506f78a4-e098-11e5-ad9f-000f53306ae1")
+}
+
+func (c *contractFake) InjectVolumeFault(f drivertest.Fault) func() {
+	id := c.fake.Faults().AddRule(faults.Rule{Match: "GET /v2/volumes*", Status: f.Status, Timeout: f.Hang})
+	return func() { c.fake.Faults().RemoveRule(id) }
+}
+
+func doPV(id string) *v1.PersistentVolume {
+	return &v1.PersistentVolume{Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{
+		CSI: &v1.CSIPersistentVolumeSource{Driver: digitalocean.CSIDriverDOBS, VolumeHandle: id},
+	}}}
+}

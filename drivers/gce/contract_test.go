@@ -157,3 +157,26 @@ func (c *contractFake) Resources(*testing.T) []string {
 	slices.Sort(out)
 	return out
 }
+
+func (c *contractFake) AddVolume(*testing.T) (*v1.PersistentVolume, map[string]string) {
+	c.n++
+	name := fmt.Sprintf("contract-disk-%d", c.n)
+	c.fake.AddDisk(fakegce.Disk{Name: name, Zone: testZone2})
+	return csiPV(gce.CSIDriverPD, zonalID(testZone2, name)), map[string]string{v1.LabelTopologyZone: testZone2, v1.LabelTopologyRegion: testRegion}
+}
+
+func (c *contractFake) MissingVolume() *v1.PersistentVolume {
+	return csiPV(gce.CSIDriverPD, zonalID(testZone, "no-such-disk"))
+}
+
+func (c *contractFake) InjectVolumeFault(f drivertest.Fault) func() {
+	var ids []int
+	for _, ep := range []string{epListDisks, epListRegionDisks, epAggDisks, epGetDisk} {
+		ids = append(ids, c.fake.Faults().AddRule(faults.Rule{Match: ep, Status: f.Status, Timeout: f.Hang}))
+	}
+	return func() {
+		for _, id := range ids {
+			c.fake.Faults().RemoveRule(id)
+		}
+	}
+}

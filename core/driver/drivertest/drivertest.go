@@ -3,8 +3,9 @@
 // aligned with keys; a per-key not-found is definitive, a batch-wide error
 // ambiguous; throttling, 5xx and timeouts never mean "gone"), error
 // classification, the load balancer lifecycle (create, change ports, nodes
-// join and leave, restart in the middle, delete leaves nothing) and routes
-// where the driver has them. A new driver passes it before anything else.
+// join and leave, restart in the middle, delete leaves nothing), routes
+// and disk lookups where the driver has them. A new driver passes it
+// before anything else.
 //
 // A driver's test supplies a Fake, which knows the driver's name and config
 // and the fake cloud behind it; the suite builds the driver through the
@@ -129,19 +130,29 @@ func Cloud(t *testing.T, f Fake, kube kubernetes.Interface) driver.Cloud {
 	return cloud
 }
 
-// Run runs the whole contract: instances always, load balancers when the
-// fake is a LoadBalancerFake and the driver has them, routes when the
-// driver has them.
+// Run runs the whole contract: instances always; load balancers, routes
+// and volumes when the driver has them. A driver with load balancers or
+// volumes whose Fake cannot set them up fails: every capability is held
+// to its contract.
 func Run(t *testing.T, f Fake) {
 	t.Run("Instances", func(t *testing.T) { RunInstances(t, f) })
 	c := Cloud(t, f, nil)
-	if lf, ok := f.(LoadBalancerFake); ok {
-		if _, ok := c.(driver.LoadBalancerCloud); ok {
-			t.Run("LoadBalancers", func(t *testing.T) { RunLoadBalancers(t, lf) })
+	if lbc, ok := c.(driver.LoadBalancerCloud); ok && lbc.LoadBalancer() != nil {
+		lf, ok := f.(LoadBalancerFake)
+		if !ok {
+			t.Fatalf("driver %s has load balancers; its Fake must be a LoadBalancerFake", f.Driver())
 		}
+		t.Run("LoadBalancers", func(t *testing.T) { RunLoadBalancers(t, lf) })
 	}
 	if _, ok := c.(driver.RouteCloud); ok {
 		t.Run("Routes", func(t *testing.T) { RunRoutes(t, f) })
+	}
+	if vc, ok := c.(driver.VolumeCloud); ok && vc.Volumes() != nil {
+		vf, ok := f.(VolumeFake)
+		if !ok {
+			t.Fatalf("driver %s has volumes; its Fake must be a VolumeFake", f.Driver())
+		}
+		t.Run("Volumes", func(t *testing.T) { RunVolumes(t, vf) })
 	}
 }
 
