@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -19,8 +18,9 @@ const (
 	awsSecretKey = "e2eSecretKey/ShouldNeverBeLogged+0123456"
 )
 
-// awsEnv is one polyccm with the AWS driver against a fresh fake EC2 and
-// ELBv2, with static keys given as polyccm secrets. The cluster's VPC has
+// awsEnv is one polyccm with the AWS driver against a fresh simulated AWS
+// account (simcloud, on its realistic profile), with static keys given as
+// polyccm secrets. The cluster's VPC has
 // a tagged subnet in two zones and a tagged route table.
 type awsEnv struct {
 	*env
@@ -34,11 +34,11 @@ func newAWSEnv(t *testing.T, tweak func(*harness.Settings)) *awsEnv {
 	t.Helper()
 	e := &awsEnv{env: newEnv(t), subnets: map[string]fakeaws.Subnet{}}
 	e.secret = awsSecretKey
-	e.fake = fakeaws.New(awsAccessKey, awsSecretKey)
-	simcloud.Realistic.AWS(e.fake) // the default: tests see the cloud's delays and throttling
-	if err := e.fake.Start(); err != nil {
+	acct, err := simcloud.StartAWS(simcloud.Options{ClusterName: "e2e"}, "eu-west-1", awsAccessKey, awsSecretKey)
+	if err != nil {
 		t.Fatal(err)
 	}
+	e.fake = acct.Fake
 	e.closer = append(e.closer, e.fake.Close)
 	owned := map[string]string{aws.TagClusterPrefix + "e2e": aws.TagOwned}
 	e.vpc = e.fake.AddVPC(fakeaws.VPC{CIDRBlock: "10.0.0.0/16", Tags: owned})
@@ -50,21 +50,16 @@ func newAWSEnv(t *testing.T, tweak func(*harness.Settings)) *awsEnv {
 	}
 	e.table = e.fake.AddRouteTable(fakeaws.RouteTable{VPCID: e.vpc.ID, Tags: owned})
 
-	s := harness.Settings{
-		Driver: "aws",
-		DriverBlock: fmt.Sprintf("region: eu-west-1\nvpcID: %s\naccessKeyID: {file: %s}\nsecretAccessKey: {file: %s}\nendpoints:\n  ec2: %s\n  elbv2: %s\n  sts: %s\n  imds: %s",
-			e.vpc.ID, e.writeFile("aws-key-id", awsAccessKey), e.writeFile("aws-secret", awsSecretKey+"\n"),
-			e.fake.EC2URL(), e.fake.ELBv2URL(), e.fake.STSURL(), e.fake.IMDSURL()),
+	block, err := acct.Config(e.dir, e.vpc.ID)
+	if err != nil {
+		t.Fatal(err)
 	}
+	s := harness.Settings{Driver: "aws", DriverBlock: block}
 	if tweak != nil {
 		tweak(&s)
 	}
 	// Nothing from this machine's AWS setup may leak into the test.
-	e.run(s, []string{
-		"AWS_CONFIG_FILE=" + e.dir + "/no-aws-config",
-		"AWS_SHARED_CREDENTIALS_FILE=" + e.dir + "/no-aws-credentials",
-		"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_PROFILE=", "AWS_REGION=",
-	})
+	e.run(s, acct.Env(e.dir))
 	return e
 }
 

@@ -184,7 +184,7 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: ` + credentia
 	// Rotated: the cloud accepts a new token and the operator rewrites the
 	// file polyccm reads it from. No restart.
 	e.fake.SetToken(newToken)
-	writeAtomically(t, filepath.Join(e.dir, "do-token"), newToken+"\n")
+	writeAtomically(t, filepath.Join(e.dir, "digitalocean-token"), newToken+"\n")
 	eventually(t, 30*time.Second, "/readyz 200 again", func() (bool, string) {
 		code, body, err := e.ccm.Get("/readyz")
 		return err == nil && code == http.StatusOK, fmt.Sprintf("%d %q %v", code, body, err)

@@ -3,8 +3,6 @@
 package e2e
 
 import (
-	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -36,25 +34,20 @@ func newDOEnvWith(t *testing.T, droplets []fakedo.Droplet, tweak func(*harness.S
 	t.Helper()
 	e := &doEnv{env: newEnv(t), token: "dop_v1_" + strings.Repeat("e2e0", 12)}
 	e.secret = e.token
-	e.fake = fakedo.New(e.token)
-	simcloud.Realistic.DigitalOcean(e.fake) // the default: tests see the cloud's delays and throttling
-	if err := e.fake.Start(); err != nil {
+	acct, err := simcloud.StartDigitalOcean(simcloud.Options{ClusterName: "e2e"}, e.token)
+	if err != nil {
 		t.Fatal(err)
 	}
+	e.fake, e.user = acct.Fake, acct.User
 	e.closer = append(e.closer, e.fake.Close)
 	for i := range droplets {
 		droplets[i] = e.fake.AddDroplet(droplets[i])
 	}
-	hc := &http.Client{Transport: bearer{token: e.token, base: http.DefaultTransport}}
-	var err error
-	if e.user, err = godo.New(hc, godo.SetBaseURL(e.fake.URL())); err != nil {
+	block, err := acct.Config(e.dir)
+	if err != nil {
 		t.Fatal(err)
 	}
-	tokenFile := e.writeFile("do-token", e.token+"\n")
-	s := harness.Settings{
-		Driver:      "digitalocean",
-		DriverBlock: fmt.Sprintf("token: {file: %s}\napiURL: %s", tokenFile, e.fake.URL()),
-	}
+	s := harness.Settings{Driver: "digitalocean", DriverBlock: block}
 	if tweak != nil {
 		tweak(&s)
 	}

@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -207,16 +206,4 @@ func (e *env) exists(name string) bool {
 		e.t.Fatalf("getting node %s: %v", name, err)
 	}
 	return true
-}
-
-// bearer adds a bearer token to requests, as a cloud user's client does.
-type bearer struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.base.RoundTrip(r)
 }

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -31,22 +30,17 @@ func newGCEEnv(t *testing.T, tweak func(*harness.Settings)) *gceEnv {
 	e := &gceEnv{env: newEnv(t)}
 	token := "ya29.e2e-" + strings.Repeat("x", 20)
 	e.secret = token
-	e.fake = fakegce.New(gceProject, token)
-	simcloud.Realistic.GCE(e.fake) // the default: tests see the cloud's delays and throttling
-	if err := e.fake.Start(); err != nil {
-		t.Fatal(err)
-	}
-	e.closer = append(e.closer, e.fake.Close)
-	key, err := e.fake.ServiceAccountKey("polyccm@" + gceProject + ".iam.gserviceaccount.com")
+	proj, err := simcloud.StartGCE(simcloud.Options{ClusterName: "e2e"}, gceProject, token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyFile := e.writeFile("gce-key.json", string(key))
-	s := harness.Settings{
-		Driver: "gce",
-		DriverBlock: fmt.Sprintf("project: %s\nregion: %s\nnetwork: default\nsubnetwork: default\nnodeTags: [%s]\ncredentials: {file: %s}\nendpoint: %s",
-			gceProject, gceRegion, gceNodeTag, keyFile, e.fake.URL()),
+	e.fake = proj.Fake
+	e.closer = append(e.closer, e.fake.Close)
+	block, err := proj.Config(e.dir, "default", gceNodeTag)
+	if err != nil {
+		t.Fatal(err)
 	}
+	s := harness.Settings{Driver: "gce", DriverBlock: block}
 	if tweak != nil {
 		tweak(&s)
 	}

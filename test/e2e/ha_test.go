@@ -24,6 +24,7 @@ import (
 
 	fakedo "github.com/polyccm/polyccm/test/fakecloud/digitalocean"
 	"github.com/polyccm/polyccm/test/harness"
+	"github.com/polyccm/polyccm/test/simcloud"
 )
 
 // High availability: several polyccm replicas share one Lease; exactly one
@@ -120,10 +121,13 @@ func newHAEnv(t *testing.T, el election) *haEnv {
 	t.Helper()
 	e := &haEnv{doEnv: &doEnv{env: newEnv(t), token: "dop_v1_" + strings.Repeat("ha00", 12)}, election: el}
 	e.secret = e.token
-	e.fake = fakedo.New(e.token)
-	if err := e.fake.Start(); err != nil {
+	// Leader election is under test, not the cloud: the fast profile,
+	// with load balancers still taking a moment to provision.
+	acct, err := simcloud.StartDigitalOcean(simcloud.Options{ClusterName: "e2e", Profile: &simcloud.Fast}, e.token)
+	if err != nil {
 		t.Fatal(err)
 	}
+	e.fake, e.user = acct.Fake, acct.User
 	e.closer = append(e.closer, e.fake.Close)
 	e.fake.SetLoadBalancerActivationDelay(500 * time.Millisecond)
 	tokenFile := e.writeFile("do-token", e.token+"\n")

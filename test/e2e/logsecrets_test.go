@@ -148,7 +148,7 @@ func scrapeWith(t *testing.T, c *harness.CCM, token string) {
 // from the key file the test wrote for polyccm.
 func gcePrivateKeyPart(t *testing.T, dir string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "gce-key.json"))
+	b, err := os.ReadFile(filepath.Join(dir, "gce-service-account.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

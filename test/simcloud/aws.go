@@ -25,24 +25,72 @@ const (
 // plain-HTTP listener, checking every request's SigV4 signature against
 // the static key polyccm is given.
 type awsCloud struct {
+	*AWSAccount
 	fake       *fakeaws.Server
-	secret     string
 	clusterTag string // kubernetes.io/cluster/<clusterName>
 	vpc        fakeaws.VPC
 	subnets    []fakeaws.Subnet
 	instances  []fakeaws.Instance
 }
 
-func newAWS(o Options) (Cloud, error) {
-	secret := "sim/" + strconv.FormatInt(time.Now().UnixNano(), 36) + "/EXAMPLEKEY"
-	f := fakeaws.New(awsAccessKey, secret)
-	f.SetRegion(awsRegion) // before any resource: zones take its name
+// AWSAccount is a started fake AWS account (EC2, ELBv2, STS and the
+// instance metadata service) and the static key it accepts: the one setup
+// the demo, the benchmark and the e2e tests share.
+type AWSAccount struct {
+	Fake                         *fakeaws.Server
+	Region, AccessKey, SecretKey string
+}
+
+// StartAWS starts a fake AWS account in region accepting the key, with
+// o's latency and profile.
+func StartAWS(o Options, region, accessKey, secretKey string) (*AWSAccount, error) {
+	f := fakeaws.New(accessKey, secretKey)
+	f.SetRegion(region) // before any resource: zones take its name
 	f.Faults().SetLatency(o.Latency)
 	o.profile().AWS(f)
 	if err := f.Start(); err != nil {
 		return nil, err
 	}
-	c := &awsCloud{fake: f, secret: secret, clusterTag: "kubernetes.io/cluster/" + o.ClusterName}
+	return &AWSAccount{Fake: f, Region: region, AccessKey: accessKey, SecretKey: secretKey}, nil
+}
+
+// Config gives polyccm static keys from files written into dir, the
+// region and VPC, and the fake's endpoints; the instance metadata service
+// is the fake's too, though with region and VPC set polyccm has no need to
+// ask it.
+func (a *AWSAccount) Config(dir, vpcID string) (string, error) {
+	id, key := filepath.Join(dir, "aws-access-key-id"), filepath.Join(dir, "aws-secret-access-key")
+	if err := os.WriteFile(id, []byte(a.AccessKey+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(key, []byte(a.SecretKey+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("region: %s\nvpcID: %s\naccessKeyID: {file: %s}\nsecretAccessKey: {file: %s}\nendpoints:\n  ec2: %s\n  elbv2: %s\n  sts: %s\n  imds: %s",
+		a.Region, vpcID, id, key, a.Fake.EC2URL(), a.Fake.ELBv2URL(), a.Fake.STSURL(), a.Fake.IMDSURL()), nil
+}
+
+// Env keeps the SDK in polyccm away from this machine's own AWS setup: no
+// profile, shared config or credentials files, keys, region or endpoint
+// override.
+func (a *AWSAccount) Env(dir string) []string {
+	return []string{
+		"AWS_PROFILE=", "AWS_DEFAULT_PROFILE=", "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_REGION=",
+		"AWS_CONFIG_FILE=" + filepath.Join(dir, "aws-config-none"),
+		"AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(dir, "aws-credentials-none"),
+		"AWS_ENDPOINT_URL=", "AWS_ENDPOINT_URL_EC2=", "AWS_ENDPOINT_URL_ELASTIC_LOAD_BALANCING_V2=", "AWS_ENDPOINT_URL_STS=",
+		"AWS_EC2_METADATA_SERVICE_ENDPOINT=",
+	}
+}
+
+func newAWS(o Options) (Cloud, error) {
+	secret := "sim/" + strconv.FormatInt(time.Now().UnixNano(), 36) + "/EXAMPLEKEY"
+	acct, err := StartAWS(o, awsRegion, awsAccessKey, secret)
+	if err != nil {
+		return nil, err
+	}
+	f := acct.Fake
+	c := &awsCloud{AWSAccount: acct, fake: f, clusterTag: "kubernetes.io/cluster/" + o.ClusterName}
 	// The cluster's VPC, with a public subnet per zone tagged for the
 	// cluster and for internet-facing load balancers, as eksctl and the
 	// AWS CCM's documentation lay them out. A /18 per zone holds the
@@ -60,32 +108,7 @@ func newAWS(o Options) (Cloud, error) {
 
 func (c *awsCloud) Title() string { return "AWS (EC2 and ELBv2)" }
 
-// ConfigBlock gives polyccm static keys from files, the region and VPC,
-// and the fake's endpoints; the instance metadata service is the fake's
-// too, though with region and VPC set polyccm has no need to ask it.
-func (c *awsCloud) ConfigBlock(dir string) (string, error) {
-	id, key := filepath.Join(dir, "aws-access-key-id"), filepath.Join(dir, "aws-secret-access-key")
-	if err := os.WriteFile(id, []byte(awsAccessKey+"\n"), 0o600); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(key, []byte(c.secret+"\n"), 0o600); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("region: %s\nvpcID: %s\naccessKeyID: {file: %s}\nsecretAccessKey: {file: %s}\nendpoints:\n  ec2: %s\n  elbv2: %s\n  sts: %s\n  imds: %s",
-		awsRegion, c.vpc.ID, id, key, c.fake.EC2URL(), c.fake.ELBv2URL(), c.fake.STSURL(), c.fake.IMDSURL()), nil
-}
-
-// Env keeps the SDK in polyccm away from this machine's own AWS setup: no
-// profile, shared config or credentials files, or endpoint override.
-func (c *awsCloud) Env(dir string) []string {
-	return []string{
-		"AWS_PROFILE=", "AWS_DEFAULT_PROFILE=",
-		"AWS_CONFIG_FILE=" + filepath.Join(dir, "aws-config-none"),
-		"AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(dir, "aws-credentials-none"),
-		"AWS_ENDPOINT_URL=", "AWS_ENDPOINT_URL_EC2=", "AWS_ENDPOINT_URL_ELASTIC_LOAD_BALANCING_V2=", "AWS_ENDPOINT_URL_STS=",
-		"AWS_EC2_METADATA_SERVICE_ENDPOINT=",
-	}
-}
+func (c *awsCloud) ConfigBlock(dir string) (string, error) { return c.Config(dir, c.vpc.ID) }
 
 // AddInstances spreads the instances over the three subnets; on AWS a
 // Node is named after its instance's private DNS name.

@@ -17,39 +17,62 @@ import (
 	"github.com/polyccm/polyccm/test/fakecloud/faults"
 )
 
-// digitalOcean is the simulated DigitalOcean cloud (test/fakecloud/digitalocean).
-type digitalOcean struct {
-	fake     *fakedo.Server
-	user     *godo.Client
-	token    string
-	droplets []fakedo.Droplet
+// DigitalOceanAccount is a started fake DigitalOcean API, the token it
+// accepts, and a client acting as the account's user (powering droplets
+// off, deleting them): the one setup the demo, the benchmark and the e2e
+// tests share.
+type DigitalOceanAccount struct {
+	Fake  *fakedo.Server
+	User  *godo.Client
+	Token string
 }
 
-func newDigitalOcean(o Options) (Cloud, error) {
-	tok := "dop_v1_sim_" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	f := fakedo.New(tok)
+// StartDigitalOcean starts a fake DigitalOcean API accepting token, with
+// o's latency and profile.
+func StartDigitalOcean(o Options, token string) (*DigitalOceanAccount, error) {
+	f := fakedo.New(token)
 	f.Faults().SetLatency(o.Latency)
 	o.profile().DigitalOcean(f)
 	if err := f.Start(); err != nil {
 		return nil, err
 	}
-	user, err := godo.New(&http.Client{Transport: bearer(tok)}, godo.SetBaseURL(f.URL()))
+	user, err := godo.New(&http.Client{Transport: bearer(token)}, godo.SetBaseURL(f.URL()))
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	return &digitalOcean{fake: f, user: user, token: tok}, nil
+	return &DigitalOceanAccount{Fake: f, User: user, Token: token}, nil
+}
+
+// Config writes the token into dir and returns the drivers.digitalocean
+// block.
+func (a *DigitalOceanAccount) Config(dir string) (string, error) {
+	p := filepath.Join(dir, "digitalocean-token")
+	if err := os.WriteFile(p, []byte(a.Token+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("token: {file: %s}\napiURL: %s", p, a.Fake.URL()), nil
+}
+
+// digitalOcean is the simulated DigitalOcean cloud (test/fakecloud/digitalocean).
+type digitalOcean struct {
+	*DigitalOceanAccount
+	fake     *fakedo.Server
+	user     *godo.Client
+	droplets []fakedo.Droplet
+}
+
+func newDigitalOcean(o Options) (Cloud, error) {
+	a, err := StartDigitalOcean(o, "dop_v1_sim_"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	if err != nil {
+		return nil, err
+	}
+	return &digitalOcean{DigitalOceanAccount: a, fake: a.Fake, user: a.User}, nil
 }
 
 func (c *digitalOcean) Title() string { return "DigitalOcean" }
 
-func (c *digitalOcean) ConfigBlock(dir string) (string, error) {
-	p := filepath.Join(dir, "digitalocean-token")
-	if err := os.WriteFile(p, []byte(c.token+"\n"), 0o600); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("token: {file: %s}\napiURL: %s", p, c.fake.URL()), nil
-}
+func (c *digitalOcean) ConfigBlock(dir string) (string, error) { return c.Config(dir) }
 
 func (c *digitalOcean) Env(string) []string { return nil }
 

@@ -23,42 +23,64 @@ const (
 	gceSubnet  = "nodes"
 )
 
-// gce is the simulated Google Compute Engine (test/fakecloud/gce): polyccm
-// signs in with a service-account key the fake issued, as with a real one.
-type gce struct {
-	fake      *fakegce.Server
-	instances []fakegce.Instance
+// GCEProject is a started fake Compute Engine project and the
+// service-account key polyccm signs in with, as with a real one: the one
+// setup the demo, the benchmark and the e2e tests share.
+type GCEProject struct {
+	Fake            *fakegce.Server
+	Project, Region string
 }
 
-func newGCE(o Options) (Cloud, error) {
-	// The fake hands this token out for the service-account key below;
-	// polyccm never sees it in its config.
-	f := fakegce.New(gceProject, "ya29.demo-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+// StartGCE starts a fake Compute Engine API for project, with o's latency
+// and profile. The fake hands token out for the key; polyccm never sees
+// it in its config.
+func StartGCE(o Options, project, token string) (*GCEProject, error) {
+	f := fakegce.New(project, token)
 	f.Faults().SetLatency(o.Latency)
 	o.profile().GCE(f)
 	if err := f.Start(); err != nil {
 		return nil, err
 	}
+	return &GCEProject{Fake: f, Project: project, Region: fakegce.DefaultRegion}, nil
+}
+
+// Config writes the service-account key into dir and returns the
+// drivers.gce block for the default network's subnetwork, with the
+// nodes' network tag.
+func (p *GCEProject) Config(dir, subnetwork, nodeTag string) (string, error) {
+	key, err := p.Fake.ServiceAccountKey("polyccm@" + p.Project + ".iam.gserviceaccount.com")
+	if err != nil {
+		return "", err
+	}
+	file := filepath.Join(dir, "gce-service-account.json")
+	if err := os.WriteFile(file, key, 0o600); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("project: %s\nregion: %s\nnetwork: default\nsubnetwork: %s\nnodeTags: [%s]\ncredentials: {file: %s}\nendpoint: %s",
+		p.Project, p.Region, subnetwork, nodeTag, file, p.Fake.URL()), nil
+}
+
+// gce is the simulated Google Compute Engine (test/fakecloud/gce).
+type gce struct {
+	*GCEProject
+	fake      *fakegce.Server
+	instances []fakegce.Instance
+}
+
+func newGCE(o Options) (Cloud, error) {
+	p, err := StartGCE(o, gceProject, "ya29.demo-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	if err != nil {
+		return nil, err
+	}
 	// The nodes' own subnetwork in the default network: the auto-mode
 	// /20 holds 4092 instances, the benchmark needs 5000.
-	f.AddSubnetwork(fakegce.Subnetwork{Name: gceSubnet, Region: gceRegion, Network: "default", IPCidrRange: "10.0.0.0/16"})
-	return &gce{fake: f}, nil
+	p.Fake.AddSubnetwork(fakegce.Subnetwork{Name: gceSubnet, Region: gceRegion, Network: "default", IPCidrRange: "10.0.0.0/16"})
+	return &gce{GCEProject: p, fake: p.Fake}, nil
 }
 
 func (c *gce) Title() string { return "Google Compute Engine" }
 
-func (c *gce) ConfigBlock(dir string) (string, error) {
-	key, err := c.fake.ServiceAccountKey("polyccm@" + gceProject + ".iam.gserviceaccount.com")
-	if err != nil {
-		return "", err
-	}
-	p := filepath.Join(dir, "gce-service-account.json")
-	if err := os.WriteFile(p, key, 0o600); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("project: %s\nregion: %s\nnetwork: default\nsubnetwork: %s\nnodeTags: [%s]\ncredentials: {file: %s}\nendpoint: %s",
-		gceProject, gceRegion, gceSubnet, gceNodeTag, p, c.fake.URL()), nil
-}
+func (c *gce) ConfigBlock(dir string) (string, error) { return c.Config(dir, gceSubnet, gceNodeTag) }
 
 func (c *gce) Env(string) []string { return nil }
 

@@ -1,9 +1,11 @@
 // Package simcloud is a simulated cloud per driver, over the fake APIs of
-// test/fakecloud, for the programs that run polyccm outside the e2e tests:
-// the demo (test/demo) and the cluster-scale benchmark (test/bench). Each
-// cloud is a file of its own implementing Cloud: it starts its fake, fills
-// it with instances, and writes the drivers.<name> config block that points
-// polyccm at it with real credentials.
+// test/fakecloud, on a Profile of the real cloud's timing (Realistic by
+// default). One adapter per cloud (StartAWS, StartGCE, StartDigitalOcean)
+// starts the fake with its credentials and writes the drivers.<name>
+// config block that points polyccm at it; the e2e tests, the demo
+// (test/demo) and the cluster-scale benchmark (test/bench) all start their
+// clouds through it. Cloud, for the demo and the benchmark, also fills the
+// cloud with instances and describes its load balancers.
 package simcloud
 
 import (
