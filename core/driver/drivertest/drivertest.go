@@ -197,30 +197,12 @@ func RunInstances(t *testing.T, f Fake) {
 	})
 
 	t.Run("a failed call is never gone", func(t *testing.T) {
-		for _, fault := range []Fault{{Status: 429}, {Status: 500}, {Status: 503}, {Status: 401}, {Hang: true}} {
-			t.Run(faultName(fault), func(t *testing.T) {
-				clear := f.InjectLookupFault(fault)
-				defer clear()
-				c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				defer cancel()
-				keys := []instances.Key{{ProviderID: a.Spec.ProviderID, NodeName: a.Name}, {ProviderID: f.MissingProviderID(), NodeName: "missing"}}
+		keys := []instances.Key{{ProviderID: a.Spec.ProviderID, NodeName: a.Name}, {ProviderID: f.MissingProviderID(), NodeName: "missing"}}
+		neverGone(t, []Fault{{Status: 429}, {Status: 500}, {Status: 503}, {Status: 401}, {Hang: true}}, f.InjectLookupFault,
+			func(c context.Context) ([]error, error) {
 				ans, err := src.LookupInstances(c, keys)
-				if err != nil {
-					checkKind(t, fault, err)
-					return // a batch-wide error: ambiguous for every key
-				}
-				if len(ans.Results) != len(keys) {
-					t.Fatalf("%d results for %d keys", len(ans.Results), len(keys))
-				}
-				for i, r := range ans.Results {
-					if r.Err == nil {
-						t.Errorf("key %v answered %+v while every call failed; want an error, never a definitive answer", keys[i], r.Instance)
-						continue
-					}
-					checkKind(t, fault, r.Err)
-				}
-			})
-		}
+				return resultErrs(ans.Results, func(r instances.Result) error { return r.Err }), err
+			}, len(keys))
 	})
 
 	t.Run("InstancesV2 over the source", func(t *testing.T) {
@@ -249,6 +231,45 @@ func faultName(f Fault) string {
 		return "timeout"
 	}
 	return fmt.Sprint(f.Status)
+}
+
+// neverGone makes a lookup of n keys under each fault (injected through
+// inject) and checks the answer is never definitive: a batch-wide error, or
+// an error for every key, classified as the fault. lookup returns each
+// key's error and the batch's.
+func neverGone(t *testing.T, faults []Fault, inject func(Fault) func(), lookup func(context.Context) ([]error, error), n int) {
+	for _, fault := range faults {
+		t.Run(faultName(fault), func(t *testing.T) {
+			clear := inject(fault)
+			defer clear()
+			c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			errs, err := lookup(c)
+			if err != nil {
+				checkKind(t, fault, err)
+				return // a batch-wide error: ambiguous for every key
+			}
+			if len(errs) != n {
+				t.Fatalf("%d results for %d keys", len(errs), n)
+			}
+			for i, err := range errs {
+				if err == nil {
+					t.Errorf("key %d answered while every call failed; want an error, never a definitive answer", i)
+					continue
+				}
+				checkKind(t, fault, err)
+			}
+		})
+	}
+}
+
+// resultErrs is each result's error.
+func resultErrs[R any](rs []R, errOf func(R) error) []error {
+	out := make([]error, len(rs))
+	for i, r := range rs {
+		out[i] = errOf(r)
+	}
+	return out
 }
 
 // checkKind checks a failed lookup's error is classified as what it was.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -77,28 +76,10 @@ func RunVolumes(t *testing.T, f VolumeFake) {
 	})
 
 	t.Run("a failed call is never gone", func(t *testing.T) {
-		for _, fault := range []Fault{{Status: 429}, {Status: 503}, {Status: 401}, {Hang: true}} {
-			t.Run(faultName(fault), func(t *testing.T) {
-				clear := f.InjectVolumeFault(fault)
-				defer clear()
-				c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				defer cancel()
+		neverGone(t, []Fault{{Status: 429}, {Status: 503}, {Status: 401}, {Hang: true}}, f.InjectVolumeFault,
+			func(c context.Context) ([]error, error) {
 				ans, err := src.LookupVolumes(c, keys)
-				if err != nil {
-					checkKind(t, fault, err)
-					return // a batch-wide error: ambiguous for every key
-				}
-				if len(ans.Results) != len(keys) {
-					t.Fatalf("%d results for %d keys", len(ans.Results), len(keys))
-				}
-				for i, r := range ans.Results {
-					if r.Err == nil {
-						t.Errorf("key %v answered %+v while every call failed; want an error, never a definitive answer", keys[i], r.Volume)
-						continue
-					}
-					checkKind(t, fault, r.Err)
-				}
-			})
-		}
+				return resultErrs(ans.Results, func(r volumes.Result) error { return r.Err }), err
+			}, len(keys))
 	})
 }
