@@ -34,6 +34,11 @@ var rules = []rule{
 	{regexp.MustCompile(`((?:\\*)"(?:token|access_token|refresh_token|id_token|password|client_secret|private_key|secret|secretAccessKey|SecretAccessKey)(?:\\*)"\s*:\s*(?:\\*)")(?:[^"\\]|\\[^"])*`), []byte("${1}" + Mask)},
 	// Authorization headers, however they are printed.
 	{regexp.MustCompile(`(?i)((?:authorization|proxy-authorization)\\*"?\s*[:=]\s*\[?\s*\\*"?\s*(?:bearer|basic|token)\s+)[^\s"\\,\]]+`), []byte("${1}" + Mask)},
+	// Credentials in URLs: query parameters (an OAuth access_token, a
+	// presigned AWS URL's signature and session token, API keys) and
+	// userinfo passwords (https://user:password@host).
+	{regexp.MustCompile(`(?i)([?&](?:access_token|token|api_key|apikey|key|client_secret|password|signature|x-amz-signature|x-amz-security-token|x-amz-credential)=)[^&\s"\\#]+`), []byte("${1}" + Mask)},
+	{regexp.MustCompile(`(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@"\\]+:)[^@/\s"\\]+@`), []byte("${1}" + Mask + "@")},
 	// Kubernetes bootstrap tokens.
 	{regexp.MustCompile(`\b[a-z0-9]{6}\.[a-z0-9]{16}\b`), []byte(Mask)},
 }

@@ -22,6 +22,10 @@ func TestRedact(t *testing.T) {
 		{"header map", `headers=map[Authorization:[Bearer dop_v1_0123456789abcdef]]`, "dop_v1_0123456789abcdef"},
 		{"bootstrap token", `joining with abcdef.0123456789abcdef now`, "abcdef.0123456789abcdef"},
 		{"private key", `"private_key":"-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY-----\n"`, "MIIEvQIBADANBg"},
+		{"query token", `GET https://api.example.com/v2/droplets?page=2&access_token=dop_v1_0123456789abcdef&per_page=200: 500`, "dop_v1_0123456789abcdef"},
+		{"presigned AWS URL", `url="https://sts.amazonaws.com/?Action=GetCallerIdentity&X-Amz-Security-Token=FQoGZXIvYXdzEXAMPLE&X-Amz-Signature=abc123def"`, "FQoGZXIvYXdzEXAMPLE"},
+		{"API key", `GET http://127.0.0.1:8080/compute/v1/projects/p/zones?key=AIzaSyEXAMPLEKEY0123 failed`, "AIzaSyEXAMPLEKEY0123"},
+		{"URL userinfo", `dial proxy http://polyccm:s3cr3t-pass@proxy.internal:3128 failed`, "s3cr3t-pass"},
 		{"AWS secret key", `{"SecretAccessKey":"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}`, "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -36,6 +40,8 @@ func TestRedact(t *testing.T) {
 		`I1125 "Ensured load balancer" service="shop/web" loadBalancer="4de7ac8b-495b-4884-9a69-1050c6793cd6"`,
 		`{"msg":"Synced","node":"ip-10-0-0-1.ec2.internal","tokens":3}`,
 		`"Event occurred" object="default/web" reason="EnsuringLoadBalancer"`,
+		`GET http://127.0.0.1:44165/v2/droplets?page=1&per_page=200: 401`,
+		`endpoint="http://127.0.0.1:8080/compute/v1/" operation="instances.aggregatedList"`,
 	} {
 		if got := redact.String(keep); got != keep {
 			t.Errorf("changed a clean line:\n  %s\n= %s", keep, got)
