@@ -127,8 +127,9 @@ func (d lbDeleter) httpHealthCheck(ctx context.Context) error {
 	return d.l.c.wait(ctx, d.cl, globalOperation(d.env.project, op.Name), "deleting health check "+name)
 }
 
-// instanceGroup deletes the cluster's group of zone, shared by its
-// internal load balancers: only once none is left.
+// instanceGroup deletes the cluster's group of zone. The groups are shared
+// by the cluster's internal load balancers: callers delete them only once
+// none is left.
 func (d lbDeleter) instanceGroup(ctx context.Context, zone string) error {
 	name := d.l.c.instanceGroupName()
 	return d.del(ctx, "instanceGroups.delete", "deleting instance group "+name+" in "+zone, func(ctx context.Context, rid *string) (*compute.Operation, error) {
@@ -140,8 +141,11 @@ func (d lbDeleter) instanceGroup(ctx context.Context, zone string) error {
 // internal load balancer of the cluster uses them.
 func (l *loadBalancers) pruneInstanceGroups(ctx context.Context, cl *clients, env *environment) error {
 	services, err := l.clusterBackendServices(ctx, cl, env)
-	if err != nil || len(services) > 0 {
-		return err // still in use
+	if err != nil {
+		return err
+	}
+	if len(services) > 0 {
+		return nil // still in use
 	}
 	zones, err := l.groupZones(ctx, cl, env)
 	if err != nil {
