@@ -3,44 +3,14 @@ package gce
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/apiv1/computepb"
 	computev1 "google.golang.org/api/compute/v1"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
 
 	"github.com/polyccm/polyccm/core/cloudapi"
 )
-
-// deleteOtherScheme deletes what only the other scheme's load balancer of
-// the Service uses, so that a Service whose type changed leaves nothing
-// behind. rule is the Service's forwarding rule, if any (then of the other
-// scheme): it goes first, as GCE refuses to delete a target pool or backend
-// service a rule uses. Without a rule the rest is deleted all the same, in
-// case a pass stopped between the rule and the rest. The firewall rules
-// are the same for both schemes and stay.
-func (l *loadBalancers) deleteOtherScheme(ctx context.Context, cl *clients, env *environment, spec *lbSpec, rule *computepb.ForwardingRule) error {
-	d := l.deleter(cl, env, spec.base)
-	var steps []func(context.Context) error
-	if rule != nil {
-		klog.InfoS("Load balancer scheme changed: deleting the old load balancer", "service", spec.service, "from", rule.GetLoadBalancingScheme(), "to", spec.scheme())
-		steps = append(steps, d.forwardingRule)
-	}
-	if spec.internal {
-		steps = append(steps, d.targetPool, d.httpHealthCheck)
-	} else {
-		steps = append(steps, d.backendService, d.regionHealthCheck)
-	}
-	if err := runSteps(ctx, steps); err != nil {
-		return err
-	}
-	if spec.internal {
-		return nil
-	}
-	return l.pruneInstanceGroups(ctx, cl, env)
-}
 
 // EnsureLoadBalancerDeleted deletes everything made for the Service, in
 // dependency order; a resource already gone counts as deleted, and any
@@ -157,40 +127,34 @@ func (d lbDeleter) httpHealthCheck(ctx context.Context) error {
 	return d.l.c.wait(ctx, d.cl, globalOperation(d.env.project, op.Name), "deleting health check "+name)
 }
 
+// instanceGroup deletes the cluster's group of zone. The groups are shared
+// by the cluster's internal load balancers: callers delete them only once
+// none is left.
+func (d lbDeleter) instanceGroup(ctx context.Context, zone string) error {
+	name := d.l.c.instanceGroupName()
+	return d.del(ctx, "instanceGroups.delete", "deleting instance group "+name+" in "+zone, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+		return d.cl.instanceGroups.Delete(ctx, &computepb.DeleteInstanceGroupRequest{RequestId: rid, Project: d.env.project, Zone: zone, InstanceGroup: name})
+	})
+}
+
 // pruneInstanceGroups deletes the cluster's shared instance groups once no
 // internal load balancer of the cluster uses them.
 func (l *loadBalancers) pruneInstanceGroups(ctx context.Context, cl *clients, env *environment) error {
-	services, err := pages(ctx, l.c, "regionBackendServices.list", func(ctx context.Context, token string) ([]*computepb.BackendService, string, error) {
-		it := cl.backendServices.List(ctx, &computepb.ListRegionBackendServicesRequest{Project: env.project, Region: env.region})
-		return nextPage[*computepb.BackendService](it, token)
-	})
+	services, err := l.clusterBackendServices(ctx, cl, env)
 	if err != nil {
 		return err
 	}
-	for _, bs := range services {
-		if strings.HasPrefix(bs.GetName(), l.c.prefix) {
-			return nil // still in use
-		}
+	if len(services) > 0 {
+		return nil // still in use
 	}
-	groups, err := pages(ctx, l.c, "instanceGroups.aggregatedList", func(ctx context.Context, token string) ([]compute.InstanceGroupsScopedListPair, string, error) {
-		it := cl.instanceGroups.AggregatedList(ctx, &computepb.AggregatedListInstanceGroupsRequest{Project: env.project, Filter: ptr(nameFilter([]string{l.c.instanceGroupName()}))})
-		return nextPage[compute.InstanceGroupsScopedListPair](it, token)
-	})
+	zones, err := l.groupZones(ctx, cl, env)
 	if err != nil {
 		return err
 	}
-	for _, p := range groups {
-		zone := strings.TrimPrefix(p.Key, "zones/")
-		for _, g := range p.Value.GetInstanceGroups() {
-			if g.GetName() != l.c.instanceGroupName() {
-				continue
-			}
-			err := l.c.change(ctx, cl, "instanceGroups.delete", "deleting instance group "+g.GetName()+" in "+zone, func(ctx context.Context, rid *string) (*compute.Operation, error) {
-				return cl.instanceGroups.Delete(ctx, &computepb.DeleteInstanceGroupRequest{RequestId: rid, Project: env.project, Zone: zone, InstanceGroup: g.GetName()})
-			})
-			if err != nil && !cloudapi.IsNotFound(err) {
-				return err
-			}
+	d := l.deleter(cl, env, "")
+	for _, zone := range zones {
+		if err := d.instanceGroup(ctx, zone); err != nil {
+			return err
 		}
 	}
 	return nil

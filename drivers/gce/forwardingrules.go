@@ -1,6 +1,7 @@
 package gce
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/polyccm/polyccm/core/cloudapi"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
 func (l *loadBalancers) getForwardingRule(ctx context.Context, cl *clients, env *environment, name string) (*computepb.ForwardingRule, error) {
@@ -23,12 +25,22 @@ func (l *loadBalancers) getForwardingRule(ctx context.Context, cl *clients, env 
 	return fr, err
 }
 
-// ensureForwardingRule creates the rule, or recreates it when something
-// it cannot change in place differs; cur is the rule as the pass began,
-// nil if there was none. It returns the rule's address.
-func (l *loadBalancers) ensureForwardingRule(ctx context.Context, cl *clients, env *environment, spec *lbSpec, want, cur *computepb.ForwardingRule) (string, error) {
+// wantRule is the forwarding rule the Service asks for: to the target pool
+// (external) or the backend service in the subnetwork (internal).
+func wantRule(env *environment, spec *lbSpec) *computepb.ForwardingRule {
+	want := spec.forwardingRule()
+	if spec.internal {
+		want.BackendService = ptr(backendServiceURL(env, spec))
+		want.Network = ptr(networkURL(env))
+		want.Subnetwork = ptr("projects/" + env.project + "/regions/" + env.region + "/subnetworks/" + spec.subnetwork)
+		if spec.globalAccess {
+			want.AllowGlobalAccess = ptr(true)
+		}
+	} else {
+		want.Target, want.NetworkTier = ptr(targetPoolURL(env, spec)), &spec.tier
+	}
 	ports, portRange, all := spec.forwardingPorts()
-	want.Ports, want.AllPorts = ports, nil
+	want.Ports = ports
 	if portRange != "" {
 		want.PortRange = &portRange
 	}
@@ -38,49 +50,68 @@ func (l *loadBalancers) ensureForwardingRule(ctx context.Context, cl *clients, e
 	if spec.ip != "" {
 		want.IPAddress = &spec.ip
 	}
-	var err error
-	if cur != nil && !sameForwardingRule(cur, want) {
-		klog.InfoS("Recreating forwarding rule", "service", spec.service, "name", spec.base)
-		if err := l.deleter(cl, env, spec.base).forwardingRule(ctx); err != nil {
-			return "", err
-		}
-		cur = nil
+	return want
+}
+
+// createForwardingRule makes the rule and returns its address, which GCE
+// picks unless the Service names one.
+func (l *loadBalancers) createForwardingRule(ctx context.Context, cl *clients, env *environment, spec *lbSpec, want *computepb.ForwardingRule) (string, error) {
+	if err := l.c.change(ctx, cl, "forwardingRules.insert", "creating forwarding rule "+spec.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+		return cl.forwardingRules.Insert(ctx, &computepb.InsertForwardingRuleRequest{RequestId: rid, Project: env.project, Region: env.region, ForwardingRuleResource: want})
+	}); err != nil {
+		return "", err
+	}
+	cur, err := l.getForwardingRule(ctx, cl, env, spec.base)
+	if err != nil {
+		return "", err
 	}
 	if cur == nil {
-		if err := l.c.change(ctx, cl, "forwardingRules.insert", "creating forwarding rule "+spec.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
-			return cl.forwardingRules.Insert(ctx, &computepb.InsertForwardingRuleRequest{RequestId: rid, Project: env.project, Region: env.region, ForwardingRuleResource: want})
-		}); err != nil {
-			return "", err
-		}
-		if cur, err = l.getForwardingRule(ctx, cl, env, spec.base); err != nil {
-			return "", err
-		}
-		if cur == nil {
-			return "", fmt.Errorf("forwarding rule %s was created but is not there yet", spec.base)
-		}
-		klog.InfoS("Created forwarding rule", "service", spec.service, "name", spec.base, "ip", cur.GetIPAddress())
+		return "", fmt.Errorf("forwarding rule %s was created but is not there yet", spec.base)
 	}
+	klog.InfoS("Created forwarding rule", "service", spec.service, "name", spec.base, "ip", cur.GetIPAddress())
 	return cur.GetIPAddress(), nil
 }
 
-func sameForwardingRule(cur, want *computepb.ForwardingRule) bool {
-	if want.IPAddress != nil && cur.GetIPAddress() != want.GetIPAddress() {
-		return false
+// ruleView is what polyccm sets of a forwarding rule, in one form whichever
+// way GCE reports it (full or short URLs, a port list or a range, scheme
+// and tier spelled differently).
+type ruleView struct {
+	IPAddress           string `json:"IPAddress"`
+	IPProtocol          string `json:"IPProtocol"`
+	Ports               string `json:"ports"`
+	Target              string `json:"target"`
+	BackendService      string `json:"backendService"`
+	LoadBalancingScheme string `json:"loadBalancingScheme"`
+	NetworkTier         string `json:"networkTier"`
+	Subnetwork          string `json:"subnetwork"`
+	AllowGlobalAccess   bool   `json:"allowGlobalAccess"`
+}
+
+// viewRule is fr as compared with want: the address and the tier count
+// only where want sets them (GCE picks them otherwise).
+func viewRule(fr, want *computepb.ForwardingRule) ruleView {
+	v := ruleView{
+		IPProtocol:          fr.GetIPProtocol(),
+		Ports:               portsOf(fr),
+		Target:              shortURL(fr.GetTarget()),
+		BackendService:      shortURL(fr.GetBackendService()),
+		LoadBalancingScheme: strings.ToUpper(fr.GetLoadBalancingScheme()),
+		Subnetwork:          lastSegment(fr.GetSubnetwork()),
+		AllowGlobalAccess:   fr.GetAllowGlobalAccess(),
 	}
-	tier := func(s string) string {
-		if s == "" {
-			return "PREMIUM"
-		}
-		return s
+	if want.IPAddress != nil {
+		v.IPAddress = fr.GetIPAddress()
 	}
-	return cur.GetIPProtocol() == want.GetIPProtocol() &&
-		portsOf(cur) == portsOf(want) &&
-		shortURL(cur.GetTarget()) == shortURL(want.GetTarget()) &&
-		shortURL(cur.GetBackendService()) == shortURL(want.GetBackendService()) &&
-		strings.EqualFold(cur.GetLoadBalancingScheme(), want.GetLoadBalancingScheme()) &&
-		(want.NetworkTier == nil || tier(cur.GetNetworkTier()) == want.GetNetworkTier()) &&
-		lastSegment(cur.GetSubnetwork()) == lastSegment(want.GetSubnetwork()) &&
-		cur.GetAllowGlobalAccess() == want.GetAllowGlobalAccess()
+	if want.NetworkTier != nil {
+		v.NetworkTier = cmp.Or(fr.GetNetworkTier(), "PREMIUM")
+	}
+	return v
+}
+
+// ruleFields are the fields in which cur differs from want. GCE changes
+// almost none of them in place, so any makes the rule be replaced.
+func ruleFields(cur, want *computepb.ForwardingRule) []loadbalancers.Field {
+	return loadbalancers.Diff(viewRule(cur, want), viewRule(want, want))
 }
 
 // portsOf describes a rule's ports whichever way they were given: a list,
@@ -102,7 +133,7 @@ func portsOf(fr *computepb.ForwardingRule) string {
 }
 
 // forwardingRule is what every scheme's rule has: the Service's name,
-// description, protocol and scheme; the caller adds where it forwards.
+// description, protocol and scheme; wantRule adds where it forwards.
 func (spec *lbSpec) forwardingRule() *computepb.ForwardingRule {
 	return &computepb.ForwardingRule{
 		Name:                &spec.base,

@@ -123,18 +123,39 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v
 	return l.ensure(ctx, svc, nodes)
 }
 
+// ensure is one sync: observe the Service's resources, plan the changes
+// they need, apply them.
 func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	a := LBAnnotations.Parse(svc)
 	spec := l.c.desiredLB(svc, a, l.c.cfg.Subnetwork)
 	if err := a.Report(l.c.deps.Recorder); err != nil {
 		return nil, err
 	}
+	p, err := l.observeAndPlan(ctx, svc, spec, nodes)
+	if err != nil {
+		return nil, err
+	}
+	p.Log(svc)
+	if !p.Empty() {
+		klog.InfoS("Updating load balancer", "service", klog.KObj(svc), "loadBalancer", spec.base, "changes", p.String())
+	}
+	if err := p.Apply(ctx); err != nil {
+		l.recordOperationError(svc, err)
+		return nil, err
+	}
+	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: p.ip}}}, nil
+}
+
+// observeAndPlan reads the Service's resources and plans their changes; it
+// changes nothing. Another's forwarding rule or address is refused here,
+// before any change.
+func (l *loadBalancers) observeAndPlan(ctx context.Context, svc *v1.Service, spec *lbSpec, nodes []*v1.Node) (*lbPlan, error) {
 	cl, env, err := l.setup(ctx)
 	if err != nil {
 		return nil, err
 	}
-	// One read of the rule serves the pass: it shows a scheme switch, and
-	// ensureForwardingRule starts from it.
+	// The rule is read first: it is what ownership is checked on, and it
+	// shows a scheme switch, which decides what else is read.
 	fr, err := l.getForwardingRule(ctx, cl, env, spec.base)
 	if err != nil {
 		return nil, err
@@ -150,38 +171,21 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 		}
 	}
 	switched := fr == nil || !strings.EqualFold(fr.GetLoadBalancingScheme(), spec.scheme())
-	// The cluster's instance groups are shared by its internal load
-	// balancers, not part of this one: a node update makes the group of a
-	// zone that gained its first node.
-	groupCtx := cloudapi.WithCreates(ctx)
-	switch {
-	case !cloudapi.MayCreate(ctx) && switched:
+	if !cloudapi.MayCreate(ctx) && switched {
 		// A node sync with nothing to update, or a switch
 		// EnsureLoadBalancer makes: here the rule could be deleted but
 		// not made again.
 		return nil, cloudapi.ErrCreateSkipped
-	case switched:
-		if err := l.deleteOtherScheme(ctx, cl, env, spec, fr); err != nil {
-			l.recordOperationError(svc, err)
-			return nil, err
-		}
-		fr = nil
 	}
 	byZone, skipped := nodeInstances(nodes, env.project)
 	if len(skipped) > 0 {
 		klog.V(2).InfoS("Nodes without a GCE providerID are not load balancer backends yet", "service", klog.KObj(svc), "nodes", skipped)
 	}
-	var ip string
-	if spec.internal {
-		ip, err = l.ensureInternal(ctx, groupCtx, cl, env, spec, byZone, fr)
-	} else {
-		ip, err = l.ensureExternal(ctx, cl, env, spec, byZone, fr)
-	}
+	obs, err := l.observe(ctx, cl, env, spec, byZone, fr, switched)
 	if err != nil {
-		l.recordOperationError(svc, err)
 		return nil, err
 	}
-	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: ip}}}, nil
+	return l.plan(cl, env, spec, byZone, obs), nil
 }
 
 // recordOperationError surfaces a failed GCE Operation as an event on the

@@ -1,0 +1,26 @@
+package gce
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/polyccm/polyccm/core/driver"
+	"github.com/polyccm/polyccm/core/loadbalancers"
+)
+
+// PlanOf observes the Service's load balancer and plans its sync without
+// applying it, for tests that apply the plan themselves.
+func PlanOf(ctx context.Context, cloud driver.Cloud, svc *v1.Service, nodes []*v1.Node) (*loadbalancers.Plan, error) {
+	l := cloud.(*Cloud).lbs
+	a := LBAnnotations.Parse(svc)
+	spec := l.c.desiredLB(svc, a, l.c.cfg.Subnetwork)
+	if err := a.Report(nil); err != nil {
+		return nil, err
+	}
+	p, err := l.observeAndPlan(ctx, svc, spec, nodes)
+	if err != nil {
+		return nil, err
+	}
+	return &p.Plan, nil
+}

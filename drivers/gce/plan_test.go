@@ -1,0 +1,288 @@
+package gce
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"cloud.google.com/go/compute/apiv1/computepb"
+	computev1 "google.golang.org/api/compute/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/polyccm/polyccm/core/loadbalancers"
+)
+
+// The plan on its own: what it changes for what was observed, with no
+// cloud behind it (the clients are nil, so a cloud call would panic).
+
+// apiBase is how GCE spells the URLs it returns; polyccm writes short ones.
+const apiBase = "https://www.googleapis.com/compute/v1/"
+
+type planCase struct {
+	l    *loadBalancers
+	env  *environment
+	spec *lbSpec
+}
+
+// newPlanCase is the Service's load balancer spec: internal or external,
+// on the given ports.
+func newPlanCase(t *testing.T, internal bool, ports ...int32) planCase {
+	t.Helper()
+	l := &loadBalancers{c: &Cloud{prefix: NamePrefix("plan-test")}}
+	env := &environment{project: "p", region: "us-central1", network: "default", subnetwork: "default", nodeTags: []string{"node"}}
+	svc := &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "0c6b1f0e-1d2c-4e5f-8a9b-7c6d5e4f3a2b"},
+		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer},
+	}
+	if internal {
+		svc.Annotations = map[string]string{AnnLoadBalancerType: "Internal"}
+	}
+	for _, p := range ports {
+		svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{Protocol: v1.ProtocolTCP, Port: p, NodePort: 30000 + p})
+	}
+	a := LBAnnotations.Parse(svc)
+	spec := l.c.desiredLB(svc, a, env.subnetwork)
+	if err := a.Report(nil); err != nil {
+		t.Fatal(err)
+	}
+	return planCase{l, env, spec}
+}
+
+func (c planCase) plan(byZone map[string][]string, obs *observed) *lbPlan {
+	return c.l.plan(nil, c.env, c.spec, byZone, obs)
+}
+
+func (c planCase) group(zone string) string { return zone + "/" + c.l.c.instanceGroupName() }
+
+var threeNodes = map[string][]string{"us-central1-a": {"n-0", "n-1"}, "us-central1-b": {"n-2"}}
+
+// nothing is what a Service without a load balancer shows.
+func nothing() *observed {
+	return &observed{switched: true, firewalls: map[string]*computepb.Firewall{}}
+}
+
+// converged is what GCE reports of the load balancer c's spec asks for
+// over byZone: full URLs, its own spellings.
+func (c planCase) converged(byZone map[string][]string) *observed {
+	env, spec := c.env, c.spec
+	obs := &observed{groups: map[string]*groupState{}, firewalls: map[string]*computepb.Firewall{}}
+	for _, fw := range firewalls(env, spec) {
+		fw.SourceRanges = slices.Clone(fw.SourceRanges)
+		slices.Reverse(fw.SourceRanges)
+		obs.firewalls[fw.GetName()] = fw
+	}
+	rule := &computepb.ForwardingRule{Name: &spec.base, IPProtocol: ptr("TCP"), LoadBalancingScheme: ptr(spec.scheme())}
+	if !spec.internal {
+		rule.IPAddress = ptr("203.0.113.10")
+		rule.PortRange = ptr(fmt.Sprintf("%d-%d", spec.ports[0], spec.ports[len(spec.ports)-1]))
+		rule.Target = ptr(apiBase + targetPoolURL(env, spec))
+		obs.rule = rule
+		obs.httpHC = &computev1.HttpHealthCheck{Name: spec.base + "-hc", Port: 10256, RequestPath: "/healthz", CheckIntervalSec: 8}
+		obs.pool = &computepb.TargetPool{Name: &spec.base, HealthChecks: []string{apiBase + httpHealthCheckURL(env, spec)}}
+		for zone, names := range byZone {
+			for _, n := range names {
+				obs.pool.Instances = append(obs.pool.Instances, apiBase+instanceURL(env.project, zone, n))
+			}
+		}
+		return obs
+	}
+	rule.IPAddress = ptr("10.128.0.9")
+	for _, p := range spec.ports {
+		rule.Ports = append(rule.Ports, fmt.Sprint(p))
+	}
+	rule.BackendService = ptr(apiBase + backendServiceURL(env, spec))
+	rule.Network = ptr(apiBase + networkURL(env))
+	rule.Subnetwork = ptr(apiBase + "projects/p/regions/us-central1/subnetworks/default")
+	obs.rule = rule
+	obs.regionHC = &computepb.HealthCheck{Name: ptr(spec.base + "-hc"), Type: ptr("HTTP"),
+		HttpHealthCheck: &computepb.HTTPHealthCheck{Port: ptr(int32(10256)), RequestPath: ptr("/healthz")}}
+	obs.bs = &computepb.BackendService{Name: &spec.base, Protocol: ptr("TCP"), Fingerprint: ptr("fp"),
+		HealthChecks: []string{apiBase + regionHealthCheckURL(env, spec)}}
+	for zone, names := range byZone {
+		g := &groupState{exists: true, members: map[string]bool{}}
+		for _, n := range names {
+			g.members[instanceURL(env.project, zone, n)] = true
+		}
+		obs.groups[zone] = g
+		obs.bs.Backends = append(obs.bs.Backends, &computepb.Backend{Group: ptr(apiBase + instanceGroupURL(env, zone, c.l.c.instanceGroupName())), BalancingMode: ptr("CONNECTION")})
+	}
+	return obs
+}
+
+// steps are a plan's changes as "action kind name"; every change must be
+// applicable.
+func steps(t *testing.T, p *lbPlan) []string {
+	t.Helper()
+	var out []string
+	for _, c := range p.Changes {
+		if c.Apply == nil {
+			t.Errorf("%s has nothing to apply", c)
+		}
+		out = append(out, fmt.Sprintf("%s %s %s", c.Action, c.Kind, c.Name))
+	}
+	return out
+}
+
+func checkSteps(t *testing.T, p *lbPlan, want ...string) {
+	t.Helper()
+	if got := steps(t, p); !slices.Equal(got, want) {
+		t.Errorf("plan:\n  %q\nwant:\n  %q", got, want)
+	}
+}
+
+// checkFields asserts the fields of the plan's change of kind and name.
+func checkFields(t *testing.T, p *lbPlan, action loadbalancers.Action, kind, name string, want ...loadbalancers.Field) {
+	t.Helper()
+	for _, c := range p.Changes {
+		if c.Action == action && c.Kind == kind && c.Name == name {
+			if !slices.Equal(c.Fields, want) {
+				t.Errorf("%s %s %s fields %+v, want %+v", action, kind, name, c.Fields, want)
+			}
+			return
+		}
+	}
+	t.Errorf("no %s %s %s in %s", action, kind, name, p.String())
+}
+
+func TestPlanCreatesInOrder(t *testing.T) {
+	t.Run("external", func(t *testing.T) {
+		c := newPlanCase(t, false, 80)
+		b := c.spec.base
+		p := c.plan(threeNodes, nothing())
+		// The health check before the pool that uses it, the firewall
+		// before traffic can come, the rule last.
+		checkSteps(t, p, "create HTTP health check "+b+"-hc", "create target pool "+b,
+			"create firewall rule "+b+"-fw", "create firewall rule "+b+"-hcfw", "create forwarding rule "+b)
+		checkFields(t, p, loadbalancers.Create, kindPool, b,
+			loadbalancers.Field{Name: "instances added", From: "none", To: "us-central1-a/n-0, us-central1-a/n-1, us-central1-b/n-2"})
+	})
+	t.Run("internal", func(t *testing.T) {
+		c := newPlanCase(t, true, 80)
+		b := c.spec.base
+		p := c.plan(threeNodes, nothing())
+		// The groups and the health check before the backend service
+		// that uses them, the rule last.
+		checkSteps(t, p, "create health check "+b+"-hc",
+			"create instance group "+c.group("us-central1-a"), "create instance group "+c.group("us-central1-b"),
+			"create backend service "+b, "create firewall rule "+b+"-fw", "create firewall rule "+b+"-hcfw", "create forwarding rule "+b)
+		checkFields(t, p, loadbalancers.Create, kindGroup, c.group("us-central1-b"),
+			loadbalancers.Field{Name: "instances added", From: "none", To: "us-central1-b/n-2"})
+	})
+}
+
+func TestPlanConvergedIsEmpty(t *testing.T) {
+	for _, internal := range []bool{false, true} {
+		t.Run(fmt.Sprint("internal=", internal), func(t *testing.T) {
+			c := newPlanCase(t, internal, 80, 443)
+			obs := c.converged(threeNodes)
+			p := c.plan(threeNodes, obs)
+			if !p.Empty() {
+				t.Errorf("plan for a converged load balancer: %s", p.String())
+			}
+			if p.ip != obs.rule.GetIPAddress() {
+				t.Errorf("address %q, want the rule's %q", p.ip, obs.rule.GetIPAddress())
+			}
+		})
+	}
+}
+
+func TestPlanNodesJoinAndLeave(t *testing.T) {
+	// n-0 leaves, n-3 joins in the same zone.
+	next := map[string][]string{"us-central1-a": {"n-1", "n-3"}, "us-central1-b": {"n-2"}}
+	members := []loadbalancers.Field{
+		{Name: "instances added", From: "none", To: "us-central1-a/n-3"},
+		{Name: "instances removed", From: "us-central1-a/n-0", To: "none"},
+	}
+	t.Run("external", func(t *testing.T) {
+		c := newPlanCase(t, false, 80)
+		p := c.plan(next, c.converged(threeNodes))
+		checkSteps(t, p, "update target pool "+c.spec.base)
+		checkFields(t, p, loadbalancers.Update, kindPool, c.spec.base, members...)
+	})
+	t.Run("internal", func(t *testing.T) {
+		c := newPlanCase(t, true, 80)
+		p := c.plan(next, c.converged(threeNodes))
+		checkSteps(t, p, "update instance group "+c.group("us-central1-a"))
+		checkFields(t, p, loadbalancers.Update, kindGroup, c.group("us-central1-a"), members...)
+	})
+	t.Run("internal, a zone's first node", func(t *testing.T) {
+		c := newPlanCase(t, true, 80)
+		grown := map[string][]string{"us-central1-a": {"n-0", "n-1"}, "us-central1-b": {"n-2"}, "us-central1-c": {"n-4"}}
+		p := c.plan(grown, c.converged(threeNodes))
+		checkSteps(t, p, "create instance group "+c.group("us-central1-c"), "update backend service "+c.spec.base)
+		g := "projects/p/zones/us-central1-%s/instanceGroups/" + c.l.c.instanceGroupName()
+		checkFields(t, p, loadbalancers.Update, kindBackendService, c.spec.base, loadbalancers.Field{Name: "backends",
+			From: fmt.Sprintf("["+g+" "+g+"]", "a", "b"), To: fmt.Sprintf("["+g+" "+g+" "+g+"]", "a", "b", "c")})
+	})
+}
+
+func TestPlanPortChange(t *testing.T) {
+	t.Run("external", func(t *testing.T) {
+		c := newPlanCase(t, false, 80, 8080)
+		old := newPlanCase(t, false, 80)
+		b := c.spec.base
+		p := c.plan(threeNodes, old.converged(threeNodes))
+		// GCE cannot change a rule's ports: it is replaced.
+		checkSteps(t, p, "update firewall rule "+b+"-fw", "delete forwarding rule "+b, "create forwarding rule "+b)
+		checkFields(t, p, loadbalancers.Update, kindFirewall, b+"-fw", loadbalancers.Field{Name: "allowed", From: "[tcp:80]", To: "[tcp:80,8080]"})
+		checkFields(t, p, loadbalancers.Create, kindRule, b, loadbalancers.Field{Name: "ports", From: "80", To: "80-8080"})
+		if p.ip != "" {
+			t.Errorf("address %q before the new rule exists", p.ip)
+		}
+	})
+	t.Run("internal", func(t *testing.T) {
+		c := newPlanCase(t, true, 53, 80)
+		old := newPlanCase(t, true, 80)
+		b := c.spec.base
+		p := c.plan(threeNodes, old.converged(threeNodes))
+		checkSteps(t, p, "update firewall rule "+b+"-fw", "delete forwarding rule "+b, "create forwarding rule "+b)
+		checkFields(t, p, loadbalancers.Create, kindRule, b, loadbalancers.Field{Name: "ports", From: "80", To: "53,80"})
+	})
+	t.Run("health check port", func(t *testing.T) {
+		c := newPlanCase(t, false, 80)
+		c.spec.hcPort = 31999
+		b := c.spec.base
+		p := c.plan(threeNodes, newPlanCase(t, false, 80).converged(threeNodes))
+		checkSteps(t, p, "update HTTP health check "+b+"-hc", "update firewall rule "+b+"-hcfw")
+		checkFields(t, p, loadbalancers.Update, kindHTTPHealth, b+"-hc", loadbalancers.Field{Name: "port", From: "10256", To: "31999"})
+	})
+}
+
+func TestPlanSchemeSwitch(t *testing.T) {
+	t.Run("external to internal", func(t *testing.T) {
+		c := newPlanCase(t, true, 80)
+		b := c.spec.base
+		was := newPlanCase(t, false, 80).converged(threeNodes)
+		obs := &observed{rule: was.rule, switched: true, old: oldScheme{pool: true, httpHC: true}, firewalls: was.firewalls}
+		p := c.plan(threeNodes, obs)
+		// The old rule first (it uses the pool), the old resources
+		// next, and only then the new load balancer; the shared
+		// firewall rules stay as they are.
+		checkSteps(t, p, "delete forwarding rule "+b, "delete target pool "+b, "delete HTTP health check "+b+"-hc",
+			"create health check "+b+"-hc", "create instance group "+c.group("us-central1-a"), "create instance group "+c.group("us-central1-b"),
+			"create backend service "+b, "create forwarding rule "+b)
+		checkFields(t, p, loadbalancers.Delete, kindRule, b, loadbalancers.Field{Name: "loadBalancingScheme", From: "EXTERNAL", To: "INTERNAL"})
+	})
+	t.Run("internal to external", func(t *testing.T) {
+		c := newPlanCase(t, false, 80)
+		b := c.spec.base
+		was := newPlanCase(t, true, 80).converged(threeNodes)
+		obs := &observed{rule: was.rule, switched: true, firewalls: was.firewalls,
+			old: oldScheme{bs: true, regionHC: true, groupZones: []string{"us-central1-a", "us-central1-b"}}}
+		p := c.plan(threeNodes, obs)
+		checkSteps(t, p, "delete forwarding rule "+b, "delete backend service "+b, "delete health check "+b+"-hc",
+			"delete instance group "+c.group("us-central1-a"), "delete instance group "+c.group("us-central1-b"),
+			"create HTTP health check "+b+"-hc", "create target pool "+b, "create forwarding rule "+b)
+	})
+	t.Run("resumed, the old rule gone", func(t *testing.T) {
+		c := newPlanCase(t, true, 80)
+		b := c.spec.base
+		obs := nothing()
+		obs.old.pool = true
+		p := c.plan(threeNodes, obs)
+		if got := steps(t, p); len(got) == 0 || got[0] != "delete target pool "+b || slices.Contains(got, "delete forwarding rule "+b) {
+			t.Errorf("plan %q, want the leftover pool deleted first and no rule deleted", got)
+		}
+	})
+}
