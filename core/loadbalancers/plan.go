@@ -89,7 +89,7 @@ func (p *Plan) String() string {
 }
 
 // Apply makes the changes in order and stops at the first error, which
-// names the change. What was applied stays: the next sync observes it and
+// names the change (unless the error names it already). What was applied stays: the next sync observes it and
 // plans only what is left.
 func (p *Plan) Apply(ctx context.Context) error {
 	for _, c := range p.Changes {
@@ -97,6 +97,9 @@ func (p *Plan) Apply(ctx context.Context) error {
 			continue
 		}
 		if err := c.Apply(ctx); err != nil {
+			if strings.Contains(err.Error(), c.Name) {
+				return err // it says what failed already
+			}
 			return fmt.Errorf("%s %s %s: %w", c.Action, c.Kind, c.Name, err)
 		}
 	}

@@ -65,6 +65,11 @@ func TestPlanApply(t *testing.T) {
 	p.Add(Change{Action: Update, Kind: "load balancer", Name: "lb", Fields: []Field{{Name: "ports"}}})
 	p.Add(Change{Action: Create, Kind: "listener", Name: "80", Apply: step("80", errors.New("boom"))})
 	p.Add(Change{Action: Create, Kind: "listener", Name: "443", Apply: step("443", nil)})
+	named := Plan{Changes: []Change{{Action: Delete, Kind: "listener", Name: "8080", Apply: step("8080", errors.New("deleting listener 8080: gone wrong"))}}}
+	if err := named.Apply(context.Background()); err == nil || err.Error() != "deleting listener 8080: gone wrong" {
+		t.Errorf("Apply = %v, want the change's own error, which names it", err)
+	}
+	done = nil
 	err := p.Apply(context.Background())
 	if err == nil || err.Error() != "create listener 80: boom" {
 		t.Errorf("Apply = %v, want the failing change named", err)
