@@ -101,6 +101,9 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v
 	return l.ensure(ctx, svc, nodes)
 }
 
+// ensure observes what AWS has, plans the changes, logs the plan and
+// applies it. A change that fails stops the rest; the next sync observes
+// what was made and plans only what is left.
 func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	s, err := l.planSync(ctx, svc, nodes)
 	if err != nil {
