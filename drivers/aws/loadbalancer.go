@@ -2,17 +2,15 @@ package aws
 
 import (
 	"context"
-	"maps"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
-	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
@@ -103,7 +101,47 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v
 	return l.ensure(ctx, svc, nodes)
 }
 
+// ensure observes what AWS has, plans the changes, logs the plan and
+// applies it. A change that fails stops the rest; the next sync observes
+// what was made and plans only what is left.
 func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	s, err := l.planSync(ctx, svc, nodes)
+	if err != nil {
+		return nil, err
+	}
+	if s.obs.noSG && len(svc.Spec.LoadBalancerSourceRanges) > 0 && l.c.deps.Recorder != nil {
+		// An NLB made without security groups (the AWS CCM's default) can
+		// never get one: it is adopted as it is, and this says what that
+		// costs.
+		l.c.deps.Recorder.Eventf(svc, v1.EventTypeWarning, "SourceRangesNotEnforced",
+			"load balancer %s was created without security groups, so loadBalancerSourceRanges cannot be enforced on it; restrict the nodes' security groups, or delete and recreate the Service to get an NLB with a managed security group", s.ap.spec.name)
+	}
+	s.plan.Log(svc)
+	if !s.plan.Empty() {
+		msg := "Updating load balancer"
+		if s.obs.lb == nil {
+			msg = "Creating load balancer"
+		}
+		klog.InfoS(msg, "service", klog.KObj(svc), "loadBalancer", s.ap.spec.name, "changes", s.plan.String())
+	}
+	if err := s.plan.Apply(ctx); err != nil {
+		return nil, err
+	}
+	return lbStatus(s.ap.lb), nil
+}
+
+// syncPlan is one sync of a Service up to its plan: what AWS has, the
+// changes, and what applies them. Nothing has been changed yet.
+type syncPlan struct {
+	obs  *observed
+	plan loadbalancers.Plan
+	ap   *applier
+}
+
+// planSync reads the Service and AWS and plans the sync; it makes no
+// change in AWS. Invalid settings, a resource another owns and an NLB
+// whose scheme would have to change stop it with an error.
+func (l *loadBalancers) planSync(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*syncPlan, error) {
 	if elsewhere(svc) {
 		return nil, cloudprovider.ImplementedElsewhere
 	}
@@ -138,61 +176,13 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if len(skipped) > 0 {
 		klog.V(2).InfoS("Nodes without an AWS providerID are not targets yet", "service", klog.KObj(svc), "nodes", skipped)
 	}
-
-	lb, err := l.findLB(ctx, cl, spec.name)
+	obs, err := l.observe(ctx, cl, svc, vpc, spec)
 	if err != nil {
 		return nil, err
 	}
-	if lb == nil && !cloudapi.MayCreate(ctx) {
-		// A node sync: no NLB, nothing to follow the nodes.
-		return nil, cloudapi.ErrCreateSkipped
+	if obs.lb != nil && obs.lb.Scheme != scheme(spec) {
+		return nil, fmt.Errorf("load balancer %s is %s and cannot become %s in place; put %s back, or delete and recreate the Service", spec.name, obs.lb.Scheme, scheme(spec), AnnInternal)
 	}
-	if lb != nil {
-		if _, err := l.checkOwned(ctx, cl, svc, "load balancer", aws.ToString(lb.LoadBalancerArn), spec.name); err != nil {
-			return nil, err
-		}
-	}
-	sg := ""
-	if lb != nil && len(lb.SecurityGroups) == 0 {
-		// An NLB made without security groups (the AWS CCM's default) can
-		// never get one: adopt it as it is, and say what that costs.
-		if len(svc.Spec.LoadBalancerSourceRanges) > 0 && l.c.deps.Recorder != nil {
-			l.c.deps.Recorder.Eventf(svc, v1.EventTypeWarning, "SourceRangesNotEnforced",
-				"load balancer %s was created without security groups, so loadBalancerSourceRanges cannot be enforced on it; restrict the nodes' security groups, or delete and recreate the Service to get an NLB with a managed security group", spec.name)
-		}
-	} else if sg, err = l.ensureSecurityGroup(ctx, cl, svc, vpc, spec); err != nil {
-		return nil, err
-	}
-	if lb == nil {
-		if lb, err = l.createLB(ctx, cl, svc, spec, subnets, sg); err != nil {
-			return nil, err
-		}
-	} else if err := l.convergeLB(ctx, cl, lb, spec, subnets, sg); err != nil {
-		return nil, err
-	}
-	arn := aws.ToString(lb.LoadBalancerArn)
-	if err := l.ensureLBAttributes(ctx, cl, arn, spec); err != nil {
-		return nil, err
-	}
-	attached, err := l.attachedTargetGroups(ctx, cl, arn)
-	if err != nil {
-		return nil, err
-	}
-	tgs, err := l.ensureTargetGroups(ctx, cl, svc, vpc, spec, targets)
-	if err != nil {
-		return nil, err
-	}
-	if err := l.ensureListeners(ctx, cl, arn, spec, tgs); err != nil {
-		return nil, err
-	}
-	// Target groups that listeners no longer use (a port went away or
-	// changed protocol).
-	for _, tg := range attached {
-		if !slices.Contains(slices.Collect(maps.Values(tgs)), tg) {
-			if err := l.deleteTargetGroup(ctx, cl, tg); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return lbStatus(lb), nil
+	ap := newApplier(l, cl, svc, vpc, spec, subnets, targets, obs)
+	return &syncPlan{obs: obs, plan: planNLB(spec, subnets, targets, obs, ap), ap: ap}, nil
 }

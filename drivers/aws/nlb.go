@@ -2,8 +2,7 @@ package aws
 
 import (
 	"context"
-	"fmt"
-	"slices"
+	"errors"
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -87,97 +86,49 @@ func (l *loadBalancers) createLB(ctx context.Context, cl *clients, svc *v1.Servi
 	if cloudapi.KindOf(err) == cloudapi.KindExists {
 		lb, ferr := l.findLB(ctx, cl, spec.name)
 		if ferr == nil && lb != nil {
-			_, err := l.checkOwned(ctx, cl, svc, "load balancer", aws.ToString(lb.LoadBalancerArn), spec.name)
+			_, _, err := l.checkOwned(ctx, cl, svc, kindLB, aws.ToString(lb.LoadBalancerArn), spec.name)
 			return lb, err
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("creating load balancer %s: %w", spec.name, err)
+		return nil, err
 	}
 	if len(out.LoadBalancers) == 0 {
-		return nil, fmt.Errorf("creating load balancer %s: AWS returned no load balancer", spec.name)
+		return nil, errors.New("AWS returned no load balancer")
 	}
 	klog.InfoS("Created load balancer", "service", spec.service, "loadBalancer", aws.ToString(out.LoadBalancers[0].LoadBalancerArn))
 	return &out.LoadBalancers[0], nil
 }
 
-// convergeLB fixes what can change on an existing NLB.
-func (l *loadBalancers) convergeLB(ctx context.Context, cl *clients, lb *elbtypes.LoadBalancer, spec *nlbSpec, subnets []subnet, sg string) error {
-	arn := aws.ToString(lb.LoadBalancerArn)
-	if lb.Scheme != scheme(spec) {
-		return fmt.Errorf("load balancer %s is %s and cannot become %s in place; put %s back, or delete and recreate the Service", spec.name, lb.Scheme, scheme(spec), AnnInternal)
-	}
-	if lb.IpAddressType != ipAddressType(spec) {
-		if _, err := cloudapi.Call(ctx, l.c.api, "elbv2.SetIpAddressType", func(ctx context.Context) (*elbv2.SetIpAddressTypeOutput, error) {
-			return cl.elb.SetIpAddressType(ctx, &elbv2.SetIpAddressTypeInput{LoadBalancerArn: aws.String(arn), IpAddressType: ipAddressType(spec)})
-		}); err != nil {
-			return err
-		}
-	}
-	var have, want []string
-	for _, az := range lb.AvailabilityZones {
-		have = append(have, aws.ToString(az.SubnetId))
-	}
-	for _, s := range subnets {
-		want = append(want, s.id)
-	}
-	slices.Sort(have)
-	slices.Sort(want)
-	if !slices.Equal(have, want) {
-		if _, err := cloudapi.Call(ctx, l.c.api, "elbv2.SetSubnets", func(ctx context.Context) (*elbv2.SetSubnetsOutput, error) {
-			return cl.elb.SetSubnets(ctx, &elbv2.SetSubnetsInput{LoadBalancerArn: aws.String(arn), Subnets: want})
-		}); err != nil {
-			return err
-		}
-	}
-	if sg != "" && !slices.Contains(lb.SecurityGroups, sg) {
-		if _, err := cloudapi.Call(ctx, l.c.api, "elbv2.SetSecurityGroups", func(ctx context.Context) (*elbv2.SetSecurityGroupsOutput, error) {
-			return cl.elb.SetSecurityGroups(ctx, &elbv2.SetSecurityGroupsInput{LoadBalancerArn: aws.String(arn), SecurityGroups: []string{sg}})
-		}); err != nil {
-			return err
-		}
-	}
-	return l.ensureTags(ctx, cl, arn, spec.tags)
-}
-
-func (l *loadBalancers) ensureTags(ctx context.Context, cl *clients, arn string, want map[string]string) error {
-	have, err := l.tags(ctx, cl, arn)
-	if err != nil {
-		return err
-	}
-	missing := map[string]string{}
-	for k, v := range want {
-		if have[k] != v {
-			missing[k] = v
-		}
-	}
-	if len(missing) == 0 {
+// addTags adds tags to an ELBv2 resource; none is a no-op.
+func (l *loadBalancers) addTags(ctx context.Context, cl *clients, arn string, tags map[string]string) error {
+	if len(tags) == 0 {
 		return nil
 	}
-	_, err = cloudapi.Call(ctx, l.c.api, "elbv2.AddTags", func(ctx context.Context) (*elbv2.AddTagsOutput, error) {
-		return cl.elb.AddTags(ctx, &elbv2.AddTagsInput{ResourceArns: []string{arn}, Tags: elbTags(missing)})
+	_, err := cloudapi.Call(ctx, l.c.api, "elbv2.AddTags", func(ctx context.Context) (*elbv2.AddTagsOutput, error) {
+		return cl.elb.AddTags(ctx, &elbv2.AddTagsInput{ResourceArns: []string{arn}, Tags: elbTags(tags)})
 	})
 	return err
 }
 
+// ensureLBAttributes reads a new NLB's attributes and sets cross-zone
+// load balancing if it is not as the Service asks.
 func (l *loadBalancers) ensureLBAttributes(ctx context.Context, cl *clients, arn string, spec *nlbSpec) error {
-	out, err := cloudapi.Call(ctx, l.c.api, "elbv2.DescribeLoadBalancerAttributes", func(ctx context.Context) (*elbv2.DescribeLoadBalancerAttributesOutput, error) {
-		return cl.elb.DescribeLoadBalancerAttributes(ctx, &elbv2.DescribeLoadBalancerAttributesInput{LoadBalancerArn: aws.String(arn)})
-	})
+	have, err := l.lbAttributes(ctx, cl, arn)
 	if err != nil {
 		return err
 	}
-	const crossZone = "load_balancing.cross_zone.enabled"
-	want := strconv.FormatBool(spec.crossZone)
-	for _, at := range out.Attributes {
-		if aws.ToString(at.Key) == crossZone && aws.ToString(at.Value) == want {
-			return nil
-		}
+	if want := strconv.FormatBool(spec.crossZone); have[crossZoneAttr] != want {
+		return l.setCrossZone(ctx, cl, arn, want)
 	}
-	_, err = cloudapi.Call(ctx, l.c.api, "elbv2.ModifyLoadBalancerAttributes", func(ctx context.Context) (*elbv2.ModifyLoadBalancerAttributesOutput, error) {
+	return nil
+}
+
+func (l *loadBalancers) setCrossZone(ctx context.Context, cl *clients, arn, value string) error {
+	_, err := cloudapi.Call(ctx, l.c.api, "elbv2.ModifyLoadBalancerAttributes", func(ctx context.Context) (*elbv2.ModifyLoadBalancerAttributesOutput, error) {
 		return cl.elb.ModifyLoadBalancerAttributes(ctx, &elbv2.ModifyLoadBalancerAttributesInput{
 			LoadBalancerArn: aws.String(arn),
-			Attributes:      []elbtypes.LoadBalancerAttribute{{Key: aws.String(crossZone), Value: aws.String(want)}},
+			Attributes:      []elbtypes.LoadBalancerAttribute{{Key: aws.String(crossZoneAttr), Value: aws.String(value)}},
 		})
 	})
 	return err

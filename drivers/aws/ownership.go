@@ -37,13 +37,15 @@ func fixedAddresses(svc *v1.Service) []string {
 // checkOwned applies the ownership rule (core/loadbalancers) to an ELBv2
 // resource named for the Service, from its tags: one this cluster did not
 // make for this Service is refused, and one that carries no cluster tag is
-// adopted only if the operator allowed it, then tagged as its own.
-func (l *loadBalancers) checkOwned(ctx context.Context, cl *clients, svc *v1.Service, kind, arn, name string) (loadbalancers.Verdict, error) {
+// adopted only if the operator allowed it, then tagged as its own. The
+// tags read are returned for planning their changes.
+func (l *loadBalancers) checkOwned(ctx context.Context, cl *clients, svc *v1.Service, kind, arn, name string) (map[string]string, loadbalancers.Verdict, error) {
 	tags, err := l.tags(ctx, cl, arn)
 	if err != nil {
-		return loadbalancers.Refused, err
+		return nil, loadbalancers.Refused, err
 	}
-	return l.own.Check(ctx, svc, l.resource(kind, arn, name, tags))
+	v, err := l.own.Check(ctx, svc, l.resource(kind, arn, name, tags))
+	return tags, v, err
 }
 
 // resource is what the ownership rule knows of an AWS resource: its name

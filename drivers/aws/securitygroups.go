@@ -3,7 +3,6 @@ package aws
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -11,90 +10,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
-	v1 "k8s.io/api/core/v1"
 
 	"github.com/polyccm/polyccm/core/cloudapi"
-	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
 // sgPrefix starts the name of the NLB's security group.
 const sgPrefix = "k8s-elb-"
 
 func sgName(spec *nlbSpec) string { return sgPrefix + spec.name }
-
-// ensureSecurityGroup makes the NLB's security group and gives it exactly
-// the ingress the listeners and source ranges need.
-func (l *loadBalancers) ensureSecurityGroup(ctx context.Context, cl *clients, svc *v1.Service, vpc string, spec *nlbSpec) (string, error) {
-	sg, err := l.findSecurityGroup(ctx, cl, vpc, sgName(spec))
-	if err != nil {
-		return "", err
-	}
-	if sg == nil {
-		_, err := cloudapi.Call(ctx, l.c.api, "ec2.CreateSecurityGroup", func(ctx context.Context) (*ec2.CreateSecurityGroupOutput, error) {
-			return cl.ec2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{
-				GroupName:   aws.String(sgName(spec)),
-				Description: aws.String("polyccm: NLB of Service " + spec.service),
-				VpcId:       aws.String(vpc),
-				TagSpecifications: []ec2types.TagSpecification{{
-					ResourceType: ec2types.ResourceTypeSecurityGroup, Tags: ec2Tags(spec.tags),
-				}},
-			})
-		}, cloudapi.NotIdempotent(), cloudapi.Creates())
-		if err != nil && cloudapi.KindOf(err) != cloudapi.KindExists {
-			return "", fmt.Errorf("creating security group %s: %w", sgName(spec), err)
-		}
-		if sg, err = l.findSecurityGroup(ctx, cl, vpc, sgName(spec)); err != nil {
-			return "", err
-		}
-		if sg == nil {
-			// EC2 is eventually consistent: a group just created may not
-			// be listed for a moment. Not a failure; look again soon.
-			return "", loadbalancers.Pending(consistencyRetry, "security group %s was created and is not listed by EC2 yet; looking again in %s", sgName(spec), consistencyRetry)
-		}
-	}
-	id := aws.ToString(sg.GroupId)
-	v, err := l.own.Check(ctx, svc, l.resource("security group", id, sgName(spec), ec2TagMap(sg.Tags)))
-	if err != nil {
-		return "", err
-	}
-	if v == loadbalancers.Adopted {
-		if _, err := cloudapi.Call(ctx, l.c.api, "ec2.CreateTags", func(ctx context.Context) (*ec2.CreateTagsOutput, error) {
-			return cl.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: ec2Tags(spec.tags)})
-		}); err != nil {
-			return "", err
-		}
-	}
-	want := wantedIngress(spec)
-	have := map[ingressRule]bool{}
-	for _, p := range sg.IpPermissions {
-		for _, r := range expandPermission(p) {
-			have[r] = true
-		}
-	}
-	add, remove := loadbalancers.Delta(want, have, compareIngress)
-	if len(add) > 0 {
-		_, err := cloudapi.Call(ctx, l.c.api, "ec2.AuthorizeSecurityGroupIngress", func(ctx context.Context) (*ec2.AuthorizeSecurityGroupIngressOutput, error) {
-			return cl.ec2.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: aws.String(id), IpPermissions: permissions(add)})
-		})
-		switch {
-		case err == nil || cloudapi.KindOf(err) == cloudapi.KindExists:
-		case cloudapi.IsNotFound(err):
-			// Listed but not yet known to every EC2 endpoint.
-			return "", loadbalancers.Pending(consistencyRetry, "security group %s is not yet known to EC2 everywhere; looking again in %s", id, consistencyRetry)
-		default:
-			return "", err
-		}
-	}
-	if len(remove) > 0 {
-		_, err := cloudapi.Call(ctx, l.c.api, "ec2.RevokeSecurityGroupIngress", func(ctx context.Context) (*ec2.RevokeSecurityGroupIngressOutput, error) {
-			return cl.ec2.RevokeSecurityGroupIngress(ctx, &ec2.RevokeSecurityGroupIngressInput{GroupId: aws.String(id), IpPermissions: permissions(remove)})
-		})
-		if err != nil && !cloudapi.IsNotFound(err) {
-			return "", err
-		}
-	}
-	return id, nil
-}
 
 func (l *loadBalancers) findSecurityGroup(ctx context.Context, cl *clients, vpc, name string) (*ec2types.SecurityGroup, error) {
 	out, err := cloudapi.Call(ctx, l.c.api, "ec2.DescribeSecurityGroups", func(ctx context.Context) (*ec2.DescribeSecurityGroupsOutput, error) {
@@ -139,6 +62,17 @@ func wantedIngress(spec *nlbSpec) map[ingressRule]bool {
 		}
 	}
 	return out
+}
+
+// ingressOf is the address rules a security group has.
+func ingressOf(sg *ec2types.SecurityGroup) map[ingressRule]bool {
+	have := map[ingressRule]bool{}
+	for _, p := range sg.IpPermissions {
+		for _, r := range expandPermission(p) {
+			have[r] = true
+		}
+	}
+	return have
 }
 
 // expandPermission lists a permission's address rules exactly as they

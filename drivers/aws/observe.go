@@ -1,0 +1,208 @@
+package aws
+
+import (
+	"cmp"
+	"context"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/polyccm/polyccm/core/cloudapi"
+	"github.com/polyccm/polyccm/core/loadbalancers"
+)
+
+// observed is what AWS has of a Service's NLB and everything around it,
+// read before anything is changed. The plan is computed from it alone.
+type observed struct {
+	lb      *elbtypes.LoadBalancer // nil: none yet
+	lbTags  map[string]string
+	lbAttrs map[string]string
+	// noSG: the NLB was made without security groups (the AWS CCM's
+	// default) and can never get one; its group is neither read nor made.
+	noSG      bool
+	sg        *ec2types.SecurityGroup // nil: none yet
+	sgAdopted bool
+	listeners map[int32]elbtypes.Listener
+	// attached are the target groups the NLB uses now.
+	attached []elbtypes.TargetGroup
+	// tgs are the target groups the Service's ports ask for that exist,
+	// by name.
+	tgs map[string]*observedTG
+}
+
+// observedTG is one of the Service's target groups as AWS has it.
+type observedTG struct {
+	tg      elbtypes.TargetGroup
+	tags    map[string]string
+	adopted bool
+	attrs   map[string]string // read only when the Service sets some
+	targets map[target]bool   // registered and not draining
+}
+
+// target is one registered instance and port.
+type target struct {
+	id   string
+	port int32
+}
+
+func compareTarget(a, b target) int {
+	return cmp.Or(strings.Compare(a.id, b.id), cmp.Compare(a.port, b.port))
+}
+
+// observe reads the Service's NLB, security group, target groups and
+// listeners. It changes nothing. The ownership rule is applied to each
+// resource found here, so that a refusal comes before any change. With
+// no NLB in a pass that may not create one, it returns
+// cloudapi.ErrCreateSkipped at once.
+func (l *loadBalancers) observe(ctx context.Context, cl *clients, svc *v1.Service, vpc string, spec *nlbSpec) (*observed, error) {
+	obs := &observed{listeners: map[int32]elbtypes.Listener{}, tgs: map[string]*observedTG{}}
+	lb, err := l.findLB(ctx, cl, spec.name)
+	if err != nil {
+		return nil, err
+	}
+	if lb == nil && !cloudapi.MayCreate(ctx) {
+		// A node sync: no NLB, nothing to follow the nodes.
+		return nil, cloudapi.ErrCreateSkipped
+	}
+	obs.lb = lb
+	if lb != nil {
+		if obs.lbTags, _, err = l.checkOwned(ctx, cl, svc, kindLB, aws.ToString(lb.LoadBalancerArn), spec.name); err != nil {
+			return nil, err
+		}
+		obs.noSG = len(lb.SecurityGroups) == 0
+	}
+	if !obs.noSG {
+		sg, err := l.findSecurityGroup(ctx, cl, vpc, sgName(spec))
+		if err != nil {
+			return nil, err
+		}
+		if sg != nil {
+			v, err := l.own.Check(ctx, svc, l.resource(kindSG, aws.ToString(sg.GroupId), sgName(spec), ec2TagMap(sg.Tags)))
+			if err != nil {
+				return nil, err
+			}
+			obs.sg, obs.sgAdopted = sg, v == loadbalancers.Adopted
+		}
+	}
+	if lb != nil {
+		arn := aws.ToString(lb.LoadBalancerArn)
+		if obs.lbAttrs, err = l.lbAttributes(ctx, cl, arn); err != nil {
+			return nil, err
+		}
+		if obs.attached, err = l.attachedTargetGroups(ctx, cl, arn); err != nil {
+			return nil, err
+		}
+		if obs.listeners, err = l.listenersOf(ctx, cl, arn); err != nil {
+			return nil, err
+		}
+	}
+	for _, ls := range spec.listeners {
+		tg, err := l.findTargetGroup(ctx, cl, ls.tg.name)
+		if err != nil {
+			return nil, err
+		}
+		if tg == nil {
+			continue
+		}
+		arn := aws.ToString(tg.TargetGroupArn)
+		o := &observedTG{tg: *tg}
+		var v loadbalancers.Verdict
+		if o.tags, v, err = l.checkOwned(ctx, cl, svc, kindTG, arn, ls.tg.name); err != nil {
+			return nil, err
+		}
+		o.adopted = v == loadbalancers.Adopted
+		if len(spec.tgAttrs) > 0 {
+			if o.attrs, err = l.targetGroupAttributes(ctx, cl, arn); err != nil {
+				return nil, err
+			}
+		}
+		if o.targets, err = l.targetsOf(ctx, cl, arn); err != nil {
+			return nil, err
+		}
+		obs.tgs[ls.tg.name] = o
+	}
+	return obs, nil
+}
+
+func (l *loadBalancers) lbAttributes(ctx context.Context, cl *clients, arn string) (map[string]string, error) {
+	out, err := cloudapi.Call(ctx, l.c.api, "elbv2.DescribeLoadBalancerAttributes", func(ctx context.Context) (*elbv2.DescribeLoadBalancerAttributesOutput, error) {
+		return cl.elb.DescribeLoadBalancerAttributes(ctx, &elbv2.DescribeLoadBalancerAttributesInput{LoadBalancerArn: aws.String(arn)})
+	})
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, at := range out.Attributes {
+		m[aws.ToString(at.Key)] = aws.ToString(at.Value)
+	}
+	return m, nil
+}
+
+// attachedTargetGroups are the target groups the NLB's listeners use now.
+func (l *loadBalancers) attachedTargetGroups(ctx context.Context, cl *clients, lbARN string) ([]elbtypes.TargetGroup, error) {
+	out, err := cloudapi.Call(ctx, l.c.api, "elbv2.DescribeTargetGroups", func(ctx context.Context) (*elbv2.DescribeTargetGroupsOutput, error) {
+		return cl.elb.DescribeTargetGroups(ctx, &elbv2.DescribeTargetGroupsInput{LoadBalancerArn: aws.String(lbARN)})
+	})
+	if cloudapi.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out.TargetGroups, nil
+}
+
+// listenersOf maps the NLB's listeners by port.
+func (l *loadBalancers) listenersOf(ctx context.Context, cl *clients, lbARN string) (map[int32]elbtypes.Listener, error) {
+	out, err := cloudapi.Call(ctx, l.c.api, "elbv2.DescribeListeners", func(ctx context.Context) (*elbv2.DescribeListenersOutput, error) {
+		return cl.elb.DescribeListeners(ctx, &elbv2.DescribeListenersInput{LoadBalancerArn: aws.String(lbARN)})
+	})
+	if err != nil {
+		return nil, err
+	}
+	m := map[int32]elbtypes.Listener{}
+	for _, ls := range out.Listeners {
+		m[aws.ToInt32(ls.Port)] = ls
+	}
+	return m, nil
+}
+
+func (l *loadBalancers) targetGroupAttributes(ctx context.Context, cl *clients, arn string) (map[string]string, error) {
+	out, err := cloudapi.Call(ctx, l.c.api, "elbv2.DescribeTargetGroupAttributes", func(ctx context.Context) (*elbv2.DescribeTargetGroupAttributesOutput, error) {
+		return cl.elb.DescribeTargetGroupAttributes(ctx, &elbv2.DescribeTargetGroupAttributesInput{TargetGroupArn: aws.String(arn)})
+	})
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, at := range out.Attributes {
+		m[aws.ToString(at.Key)] = aws.ToString(at.Value)
+	}
+	return m, nil
+}
+
+// targetsOf are the targets registered in a target group, leaving out
+// those already draining (on their way out).
+func (l *loadBalancers) targetsOf(ctx context.Context, cl *clients, arn string) (map[target]bool, error) {
+	out, err := cloudapi.Call(ctx, l.c.api, "elbv2.DescribeTargetHealth", func(ctx context.Context) (*elbv2.DescribeTargetHealthOutput, error) {
+		return cl.elb.DescribeTargetHealth(ctx, &elbv2.DescribeTargetHealthInput{TargetGroupArn: aws.String(arn)})
+	})
+	if err != nil {
+		return nil, err
+	}
+	have := map[target]bool{}
+	for _, d := range out.TargetHealthDescriptions {
+		if d.Target == nil {
+			continue
+		}
+		if d.TargetHealth != nil && d.TargetHealth.State == elbtypes.TargetHealthStateEnumDraining {
+			continue
+		}
+		have[target{aws.ToString(d.Target.Id), aws.ToInt32(d.Target.Port)}] = true
+	}
+	return have, nil
+}
