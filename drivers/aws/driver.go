@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,6 +56,18 @@ type Config struct {
 	// Endpoints override the service URLs (private VPC endpoints, other
 	// partitions, test doubles).
 	Endpoints Endpoints `koanf:"endpoints"`
+	// NodeIPFamilies are the address families a Node gets, in order
+	// ("ipv4", "ipv6"), as the AWS CCM's NodeIPFamilies: kubelet takes the
+	// first InternalIP as the node IP. Empty: ["ipv4"], its default.
+	NodeIPFamilies []string `koanf:"nodeIPFamilies"`
+}
+
+// ipFamilies is NodeIPFamilies with the default.
+func (c *Config) ipFamilies() []string {
+	if len(c.NodeIPFamilies) == 0 {
+		return []string{"ipv4"}
+	}
+	return c.NodeIPFamilies
 }
 
 // Endpoints are per-service endpoint overrides.
@@ -92,6 +105,14 @@ func (c *Config) Validate() error {
 	if c.VPCID != "" && !vpcRE.MatchString(c.VPCID) {
 		add("vpcID", "%q is not a VPC ID (vpc-0123456789abcdef0)", c.VPCID)
 	}
+	for i, f := range c.NodeIPFamilies {
+		switch {
+		case f != "ipv4" && f != "ipv6":
+			add(fmt.Sprintf("nodeIPFamilies[%d]", i), "%q is not an address family; use ipv4 or ipv6 (e.g. [ipv4, ipv6] for dual-stack, IPv4 first)", f)
+		case slices.Index(c.NodeIPFamilies, f) != i:
+			add(fmt.Sprintf("nodeIPFamilies[%d]", i), "%s is listed twice", f)
+		}
+	}
 	for key, v := range map[string]string{"endpoints.ec2": c.Endpoints.EC2, "endpoints.elbv2": c.Endpoints.ELBv2, "endpoints.sts": c.Endpoints.STS, "endpoints.imds": c.Endpoints.IMDS} {
 		if v == "" {
 			continue
@@ -106,7 +127,7 @@ func (c *Config) Validate() error {
 func init() {
 	driver.Register(driver.Driver{
 		Name:            Name,
-		NewConfig:       func() any { return &Config{} },
+		NewConfig:       func() any { return &Config{NodeIPFamilies: []string{"ipv4"}} },
 		New:             New,
 		Capabilities:    []driver.Capability{driver.Instances, driver.LoadBalancers, driver.Routes, driver.Volumes},
 		Classify:        classify,

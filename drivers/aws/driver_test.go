@@ -72,6 +72,9 @@ func TestConfigValidate(t *testing.T) {
 		{"elbv2 endpoint other scheme", awsccm.Config{Endpoints: awsccm.Endpoints{ELBv2: "ftp://elb.example"}}, map[string]string{"endpoints.elbv2": "absolute http(s) URL"}},
 		{"sts endpoint without host", awsccm.Config{Endpoints: awsccm.Endpoints{STS: "https:///sts"}}, map[string]string{"endpoints.sts": "absolute http(s) URL"}},
 		{"imds endpoint unparseable", awsccm.Config{Endpoints: awsccm.Endpoints{IMDS: "http://[::1"}}, map[string]string{"endpoints.imds": "absolute http(s) URL"}},
+		{"dual-stack, IPv6 first", awsccm.Config{NodeIPFamilies: []string{"ipv6", "ipv4"}}, nil},
+		{"unknown IP family", awsccm.Config{NodeIPFamilies: []string{"ipv4", "IPv6"}}, map[string]string{"nodeIPFamilies[1]": `"IPv6" is not an address family`}},
+		{"IP family twice", awsccm.Config{NodeIPFamilies: []string{"ipv4", "ipv4"}}, map[string]string{"nodeIPFamilies[1]": "listed twice"}},
 		{"everything wrong at once", awsccm.Config{
 			Region: "x", AccessKeyID: key, RoleARN: "y", VPCID: "z",
 			Endpoints: awsccm.Endpoints{EC2: "a", ELBv2: "b", STS: "c", IMDS: "d"},

@@ -46,6 +46,13 @@ func instanceID(providerID string) (string, error) {
 	return id, nil
 }
 
+// resourceName returns the instance ID a resource-based hostname names:
+// the part before the first dot, if it is an instance ID.
+func resourceName(nodeName string) (string, bool) {
+	id, _, _ := strings.Cut(nodeName, ".")
+	return id, instanceIDRE.MatchString(id)
+}
+
 // LookupInstances resolves a batch with as few DescribeInstances calls as
 // the filters allow: instance IDs and private DNS names, up to 200 values a
 // filter, paginated. An instance a filtered listing did not return is
@@ -57,6 +64,15 @@ func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (inst
 	}
 	g := instances.Group(keys, instanceID)
 	results, byID, byName := g.Results, g.ByRef, g.ByName
+	// A Node named after its instance (EC2's resource-based hostnames,
+	// i-0abc… or i-0abc….<region>.compute.internal) is looked up by that
+	// ID, as the AWS CCM does: its private DNS name is not its name.
+	for name, idx := range byName {
+		if id, ok := resourceName(name); ok {
+			byID[id] = append(byID[id], idx...)
+			delete(byName, name)
+		}
+	}
 
 	var all []ec2types.Instance
 	ids, names := slices.Sorted(maps.Keys(byID)), slices.Sorted(maps.Keys(byName))
@@ -222,14 +238,20 @@ func (c *Cloud) toInstance(in *ec2types.Instance, region string) *instances.Inst
 	if id := c.zoneIDs.get(az); id != "" {
 		inst.Labels = map[string]string{LabelZoneID: id}
 	}
-	inst.Addresses = addresses(in)
+	inst.Addresses = addresses(in, c.cfg.ipFamilies())
 	return inst
 }
 
-// addresses: private IPv4 (primary first, then every interface's) as
-// InternalIP, private DNS as InternalDNS and Hostname, public IPv4 as
-// ExternalIP, public DNS as ExternalDNS, IPv6 as InternalIP.
-func addresses(in *ec2types.Instance) []v1.NodeAddress {
+// addresses lists the instance's addresses family by family, in the
+// order drivers.aws.nodeIPFamilies gives, as the AWS CCM does, so a switch
+// changes no Node's addresses:
+//   - ipv4: the private IPv4 addresses of the interfaces in use, the
+//     primary interface's first (kubelet takes the first InternalIP as the
+//     node IP); the public IPv4 as ExternalIP; the private DNS name as
+//     InternalDNS and Hostname; the public DNS name as ExternalDNS;
+//   - ipv6: the first IPv6 address of each interface in use, as
+//     InternalIP (EC2 gives IPv6 addresses no DNS names).
+func addresses(in *ec2types.Instance, families []string) []v1.NodeAddress {
 	var out []v1.NodeAddress
 	seen := map[v1.NodeAddress]bool{}
 	add := func(t v1.NodeAddressType, a string) {
@@ -239,21 +261,47 @@ func addresses(in *ec2types.Instance) []v1.NodeAddress {
 			out = append(out, na)
 		}
 	}
-	add(v1.NodeInternalIP, aws.ToString(in.PrivateIpAddress))
-	for _, ni := range in.NetworkInterfaces {
-		for _, p := range ni.PrivateIpAddresses {
-			add(v1.NodeInternalIP, aws.ToString(p.PrivateIpAddress))
+	enis := slices.Clone(in.NetworkInterfaces)
+	slices.SortStableFunc(enis, func(a, b ec2types.InstanceNetworkInterface) int {
+		// Attached interfaces by device index; unattached ones last.
+		switch {
+		case a.Attachment == nil && b.Attachment == nil:
+			return 0
+		case a.Attachment == nil:
+			return 1
+		case b.Attachment == nil:
+			return -1
+		}
+		return int(aws.ToInt32(a.Attachment.DeviceIndex) - aws.ToInt32(b.Attachment.DeviceIndex))
+	})
+	enis = slices.DeleteFunc(enis, func(ni ec2types.InstanceNetworkInterface) bool {
+		return ni.Status != ec2types.NetworkInterfaceStatusInUse
+	})
+	for _, f := range families {
+		switch f {
+		case "ipv4":
+			if len(enis) == 0 {
+				// An answer without interfaces still names the primary
+				// address.
+				add(v1.NodeInternalIP, aws.ToString(in.PrivateIpAddress))
+			}
+			for _, ni := range enis {
+				for _, p := range ni.PrivateIpAddresses {
+					add(v1.NodeInternalIP, aws.ToString(p.PrivateIpAddress))
+				}
+			}
+			add(v1.NodeExternalIP, aws.ToString(in.PublicIpAddress))
+			add(v1.NodeInternalDNS, aws.ToString(in.PrivateDnsName))
+			add(v1.NodeHostName, aws.ToString(in.PrivateDnsName))
+			add(v1.NodeExternalDNS, aws.ToString(in.PublicDnsName))
+		case "ipv6":
+			for _, ni := range enis {
+				if len(ni.Ipv6Addresses) > 0 {
+					add(v1.NodeInternalIP, aws.ToString(ni.Ipv6Addresses[0].Ipv6Address))
+				}
+			}
 		}
 	}
-	for _, ni := range in.NetworkInterfaces {
-		for _, a := range ni.Ipv6Addresses {
-			add(v1.NodeInternalIP, aws.ToString(a.Ipv6Address))
-		}
-	}
-	add(v1.NodeExternalIP, aws.ToString(in.PublicIpAddress))
-	add(v1.NodeInternalDNS, aws.ToString(in.PrivateDnsName))
-	add(v1.NodeHostName, aws.ToString(in.PrivateDnsName))
-	add(v1.NodeExternalDNS, aws.ToString(in.PublicDnsName))
 	return out
 }
 

@@ -68,9 +68,9 @@ func TestInstanceMetadata(t *testing.T) {
 		if got, want := md.AdditionalLabels[awsccm.LabelZoneID], e.zoneID(zoneB); got != want || want == "" {
 			t.Errorf("zone ID label %q, want %q", got, want)
 		}
+		// IPv4 only by default (nodeIPFamilies), as the AWS CCM.
 		want := addrStrings([]v1.NodeAddress{
 			{Type: v1.NodeInternalIP, Address: in.PrivateIP},
-			{Type: v1.NodeInternalIP, Address: "2a05:d018:ab:cd02::10"},
 			{Type: v1.NodeExternalIP, Address: in.PublicIP},
 			{Type: v1.NodeInternalDNS, Address: in.PrivateDNSName},
 			{Type: v1.NodeHostName, Address: in.PrivateDNSName},
@@ -353,5 +353,71 @@ func TestLookupBatch(t *testing.T) {
 				t.Errorf("%d instances seen, want %d", len(ans.Seen), len(keys))
 			}
 		})
+	}
+}
+
+// nodeIPFamilies orders the address families as the AWS CCM does: each
+// family's addresses together, in the order given; IPv6 only when asked.
+func TestNodeIPFamilies(t *testing.T) {
+	w := newWorld(t)
+	in := w.fake.AddInstance(fakeaws.Instance{SubnetID: w.public[zoneA].ID, IPv6Addresses: []string{"2a05:d018:ab:cd01::10"}})
+	v4 := []string{
+		"InternalIP=" + in.PrivateIP, "ExternalIP=" + in.PublicIP,
+		"InternalDNS=" + in.PrivateDNSName, "Hostname=" + in.PrivateDNSName, "ExternalDNS=" + in.PublicDNSName,
+	}
+	v6 := []string{"InternalIP=2a05:d018:ab:cd01::10"}
+	for _, c := range []struct {
+		families []string
+		want     []string
+	}{
+		{nil, v4},
+		{[]string{"ipv4"}, v4},
+		{[]string{"ipv4", "ipv6"}, append(slices.Clone(v4), v6...)},
+		{[]string{"ipv6", "ipv4"}, append(slices.Clone(v6), v4...)},
+		{[]string{"ipv6"}, v6},
+	} {
+		cfg := w.config()
+		cfg.NodeIPFamilies = c.families
+		md, err := w.env(cfg).inst.InstanceMetadata(ctx(t), node(in, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, a := range md.NodeAddresses {
+			got = append(got, string(a.Type)+"="+a.Address)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("nodeIPFamilies %v:\n got %v\nwant %v", c.families, got, c.want)
+		}
+	}
+}
+
+// A Node named after its instance (resource-based hostnames, with or
+// without the domain) is found by that ID before it has a providerID, as
+// the AWS CCM finds it; one whose instance is gone is definitively gone.
+func TestResourceBasedHostnames(t *testing.T) {
+	e := newEnv(t)
+	in := e.fake.AddInstance(fakeaws.Instance{SubnetID: e.private[zoneA].ID})
+	rbn := in.ID + "." + fakeaws.DefaultRegion + ".compute.internal"
+	if err := e.fake.UpdateInstance(in.ID, func(i *fakeaws.Instance) { i.PrivateDNSName = rbn }); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{in.ID, rbn} {
+		md, err := e.inst.InstanceMetadata(ctx(t), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		if err != nil {
+			t.Fatalf("node %s: %v", name, err)
+		}
+		if want := awsccm.ProviderID(zoneA, in.ID); md.ProviderID != want {
+			t.Errorf("node %s: providerID %q, want %q", name, md.ProviderID, want)
+		}
+	}
+	gone := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "i-0123456789abcdef0"}}
+	if ok, err := e.inst.InstanceExists(ctx(t), gone); ok || err != nil {
+		t.Errorf("InstanceExists(%s) = %v, %v; want false, nil (EC2 says no such instance)", gone.Name, ok, err)
+	}
+	// A name that only looks like an ID prefix is still a DNS name.
+	other := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "i-am-a-hostname"}}
+	if ok, err := e.inst.InstanceExists(ctx(t), other); ok || err != nil {
+		t.Errorf("InstanceExists(%s) = %v, %v; want false, nil", other.Name, ok, err)
 	}
 }
