@@ -1,0 +1,217 @@
+package aws
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+)
+
+// The descriptions of the rules an NLB needs in its nodes' security
+// groups, as the AWS CCM writes them: a rule is the load balancer's when
+// its description is "<kind>=<load balancer name>". polyccm changes only
+// rules with these descriptions, so an operator's own rules stay.
+const (
+	ruleDescClient = "kubernetes.io/rule/nlb/client"
+	ruleDescHealth = "kubernetes.io/rule/nlb/health"
+	// One MTU-discovery rule per client source, shared by every NLB of
+	// the group (its description names no load balancer).
+	ruleDescMTU = "kubernetes.io/rule/nlb/mtu"
+)
+
+// nodeRule is one ingress rule of a node security group: one protocol,
+// port range and source, with its description.
+type nodeRule struct {
+	proto    string
+	from, to int32
+	cidr     string
+	desc     string
+}
+
+func (r nodeRule) String() string {
+	return fmt.Sprintf("%s:%d-%d from %s (%s)", r.proto, r.from, r.to, r.cidr, r.desc)
+}
+
+func compareNodeRules(a, b nodeRule) int {
+	return cmp.Or(strings.Compare(a.desc, b.desc), strings.Compare(a.proto, b.proto),
+		cmp.Compare(a.from, b.from), cmp.Compare(a.to, b.to), strings.Compare(a.cidr, b.cidr))
+}
+
+// nodeRulesOf splits a group's permissions into one rule per source.
+// Rules naming other groups or prefix lists are never polyccm's and are
+// left out.
+func nodeRulesOf(perms []ec2types.IpPermission) []nodeRule {
+	var out []nodeRule
+	for _, p := range perms {
+		base := nodeRule{proto: aws.ToString(p.IpProtocol), from: aws.ToInt32(p.FromPort), to: aws.ToInt32(p.ToPort)}
+		for _, r := range p.IpRanges {
+			x := base
+			x.cidr, x.desc = aws.ToString(r.CidrIp), aws.ToString(r.Description)
+			out = append(out, x)
+		}
+		for _, r := range p.Ipv6Ranges {
+			x := base
+			x.cidr, x.desc = aws.ToString(r.CidrIpv6), aws.ToString(r.Description)
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// nodePermissions turns rules into the permissions EC2 takes, one a rule.
+func nodePermissions(rules []nodeRule) []ec2types.IpPermission {
+	rules = slices.Clone(rules)
+	slices.SortFunc(rules, compareNodeRules)
+	out := make([]ec2types.IpPermission, 0, len(rules))
+	for _, r := range rules {
+		p := ec2types.IpPermission{IpProtocol: aws.String(r.proto), FromPort: aws.Int32(r.from), ToPort: aws.Int32(r.to)}
+		if strings.Contains(r.cidr, ":") {
+			p.Ipv6Ranges = []ec2types.Ipv6Range{{CidrIpv6: aws.String(r.cidr), Description: aws.String(r.desc)}}
+		} else {
+			p.IpRanges = []ec2types.IpRange{{CidrIp: aws.String(r.cidr), Description: aws.String(r.desc)}}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// nodeGroupFor picks the security group of an instance that the load
+// balancers' rules go into, by the AWS CCM's rule: the one group tagged
+// for the cluster; without one, the instance's only group; otherwise
+// none can be chosen, and the error says how to fix it. "" means the
+// instance has no group at all.
+func nodeGroupFor(instanceID string, groups []ec2types.GroupIdentifier, clusterGroup func(id string) bool) (string, error) {
+	var tagged, untagged []string
+	for _, g := range groups {
+		id := aws.ToString(g.GroupId)
+		switch {
+		case id == "":
+		case clusterGroup(id):
+			tagged = append(tagged, id)
+		default:
+			untagged = append(untagged, id)
+		}
+	}
+	switch {
+	case len(tagged) == 1:
+		return tagged[0], nil
+	case len(tagged) > 1:
+		return "", fmt.Errorf("instance %s has %d security groups tagged for the cluster (%s); tag only the one load balancers may open", instanceID, len(tagged), strings.Join(tagged, ", "))
+	case len(untagged) == 1:
+		return untagged[0], nil
+	case len(untagged) > 1:
+		return "", fmt.Errorf("instance %s has %d security groups and none is tagged for the cluster (%s); tag the one load balancers may open with kubernetes.io/cluster/<clusterName>", instanceID, len(untagged), strings.Join(untagged, ", "))
+	}
+	return "", nil
+}
+
+// nlbTraffic is what one NLB sends to its nodes.
+type nlbTraffic struct {
+	lb string
+	// clientProto is "udp" when any port is UDP, else "tcp", as upstream.
+	clientProto string
+	clientPorts []int32 // node ports
+	healthPorts []int32 // the ports health checks reach
+	// clientCIDRs are the Service's source ranges, or 0.0.0.0/0;
+	// healthCIDRs the CIDRs of the NLB's subnets, where health checks
+	// come from.
+	clientCIDRs, healthCIDRs []string
+}
+
+// rules are the NLB's rules in one node group. The health rules are left
+// out when the client rules already let them in (every address, TCP, the
+// same ports), as upstream does.
+func (t nlbTraffic) rules() []nodeRule {
+	var out []nodeRule
+	add := func(desc, proto string, ports []int32, cidrs []string) {
+		for _, p := range ports {
+			for _, c := range cidrs {
+				out = append(out, nodeRule{proto: proto, from: p, to: p, cidr: c, desc: desc + "=" + t.lb})
+			}
+		}
+	}
+	subsumed := len(t.clientCIDRs) == 1 && t.clientCIDRs[0] == "0.0.0.0/0" && t.clientProto == "tcp" &&
+		slices.Equal(sortedPorts(t.healthPorts), sortedPorts(t.clientPorts))
+	if !subsumed {
+		add(ruleDescHealth, "tcp", t.healthPorts, t.healthCIDRs)
+	}
+	add(ruleDescClient, t.clientProto, t.clientPorts, t.clientCIDRs)
+	return dedupRules(out)
+}
+
+func sortedPorts(ports []int32) []int32 {
+	out := slices.Clone(ports)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func dedupRules(rules []nodeRule) []nodeRule {
+	slices.SortFunc(rules, compareNodeRules)
+	return slices.Compact(rules)
+}
+
+// nodeGroupChange is what one node group needs: rules to grant and to
+// revoke. Only rules with this NLB's descriptions (and the shared MTU
+// ones) are ever revoked.
+type nodeGroupChange struct {
+	grant, revoke []nodeRule
+}
+
+func (c nodeGroupChange) empty() bool { return len(c.grant) == 0 && len(c.revoke) == 0 }
+
+// planNodeGroup compares a node group's rules with what the NLB wants in
+// it (nothing, for a group no target uses any more or an NLB being
+// deleted). The MTU-discovery rules (ICMP "fragmentation needed", type 3
+// code 4) follow the client rules of every NLB left in the group.
+func planNodeGroup(lb string, current, want []nodeRule) nodeGroupChange {
+	var ch nodeGroupChange
+	mine := func(r nodeRule) bool {
+		return r.desc == ruleDescClient+"="+lb || r.desc == ruleDescHealth+"="+lb
+	}
+	has := func(rules []nodeRule, r nodeRule) bool { return slices.Contains(rules, r) }
+	// A rule with the same protocol, ports and source but another
+	// description already lets the traffic in; EC2 would refuse the
+	// duplicate.
+	allowed := func(r nodeRule) bool {
+		return slices.ContainsFunc(current, func(c nodeRule) bool {
+			return c.proto == r.proto && c.from == r.from && c.to == r.to && c.cidr == r.cidr
+		})
+	}
+	for _, r := range want {
+		if !has(current, r) && !allowed(r) {
+			ch.grant = append(ch.grant, r)
+		}
+	}
+	var after []nodeRule
+	for _, r := range current {
+		if mine(r) && !has(want, r) {
+			ch.revoke = append(ch.revoke, r)
+			continue
+		}
+		after = append(after, r)
+	}
+	after = append(after, ch.grant...)
+
+	var mtu []nodeRule
+	for _, r := range after {
+		if strings.HasPrefix(r.desc, ruleDescClient+"=") {
+			mtu = append(mtu, nodeRule{proto: "icmp", from: 3, to: 4, cidr: r.cidr, desc: ruleDescMTU})
+		}
+	}
+	mtu = dedupRules(mtu)
+	for _, r := range mtu {
+		if !has(current, r) && !allowed(r) {
+			ch.grant = append(ch.grant, r)
+		}
+	}
+	for _, r := range current {
+		if r.desc == ruleDescMTU && !has(mtu, r) {
+			ch.revoke = append(ch.revoke, r)
+		}
+	}
+	ch.grant, ch.revoke = dedupRules(ch.grant), dedupRules(ch.revoke)
+	return ch
+}
