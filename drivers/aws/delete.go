@@ -59,6 +59,11 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 	if err != nil {
 		return err
 	}
+	// The rules name the load balancer, whose name comes from this
+	// Service's UID: they are this Service's alone.
+	if err := l.revokeNodeRules(ctx, cl, vpc, spec.name); err != nil {
+		return err
+	}
 	sg, err := l.findSecurityGroup(ctx, cl, vpc, sgName(spec))
 	if err != nil || sg == nil {
 		return err

@@ -60,6 +60,10 @@ type Config struct {
 	// ("ipv4", "ipv6"), as the AWS CCM's NodeIPFamilies: kubelet takes the
 	// first InternalIP as the node IP. Empty: ["ipv4"], its default.
 	NodeIPFamilies []string `koanf:"nodeIPFamilies"`
+	// DisableSecurityGroupIngress leaves the nodes' security groups to the
+	// operator, as the AWS CCM's setting of that name: polyccm then adds
+	// no rules letting load balancers in.
+	DisableSecurityGroupIngress bool `koanf:"disableSecurityGroupIngress"`
 }
 
 // ipFamilies is NodeIPFamilies with the default.

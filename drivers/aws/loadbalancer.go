@@ -180,6 +180,11 @@ func (l *loadBalancers) planSync(ctx context.Context, svc *v1.Service, nodes []*
 	if err != nil {
 		return nil, err
 	}
+	if !l.c.cfg.DisableSecurityGroupIngress {
+		if obs.nodes, err = l.observeNodeGroups(ctx, cl, vpc, targets); err != nil {
+			return nil, err
+		}
+	}
 	if obs.lb != nil && obs.lb.Scheme != scheme(spec) {
 		return nil, fmt.Errorf("load balancer %s is %s and cannot become %s in place; put %s back, or delete and recreate the Service", spec.name, obs.lb.Scheme, scheme(spec), AnnInternal)
 	}

@@ -2,12 +2,20 @@ package aws
 
 import (
 	"cmp"
+	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
+
+	"github.com/polyccm/polyccm/core/cloudapi"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
 // The descriptions of the rules an NLB needs in its nodes' security
@@ -214,4 +222,195 @@ func planNodeGroup(lb string, current, want []nodeRule) nodeGroupChange {
 	}
 	ch.grant, ch.revoke = dedupRules(ch.grant), dedupRules(ch.revoke)
 	return ch
+}
+
+// nodeGroups are the node security groups an NLB's rules may be in: the
+// cluster's (tagged) groups and the groups its targets use, with their
+// rules, as observed.
+type nodeGroups struct {
+	rules map[string][]nodeRule // by group ID
+	want  map[string]bool       // the groups of the NLB's targets
+}
+
+// observeNodeGroups reads the cluster's node groups and picks the group of
+// each target instance. A group that cannot be chosen (several tagged)
+// is an error naming the instance: opening the wrong group would be
+// worse than waiting for the operator.
+func (l *loadBalancers) observeNodeGroups(ctx context.Context, cl *clients, vpc string, targets []string) (*nodeGroups, error) {
+	ng := &nodeGroups{rules: map[string][]nodeRule{}, want: map[string]bool{}}
+	tagged, err := l.clusterGroups(ctx, cl, vpc)
+	if err != nil {
+		return nil, err
+	}
+	for _, sg := range tagged {
+		ng.rules[aws.ToString(sg.GroupId)] = nodeRulesOf(sg.IpPermissions)
+	}
+	for chunk := range slices.Chunk(targets, filterChunk) {
+		insts, err := l.c.describeInstances(ctx, cl, []ec2types.Filter{{Name: aws.String("instance-id"), Values: chunk}})
+		if err != nil {
+			return nil, err
+		}
+		for _, in := range insts {
+			id, err := nodeGroupFor(aws.ToString(in.InstanceId), in.SecurityGroups, func(id string) bool { _, ok := ng.rules[id]; return ok })
+			if err != nil {
+				return nil, err
+			}
+			if id != "" {
+				ng.want[id] = true
+			}
+		}
+	}
+	// An untagged group a target uses alone (the AWS CCM allows it, for
+	// clusters from before the tag): read it too.
+	var untagged []string
+	for id := range ng.want {
+		if _, ok := ng.rules[id]; !ok {
+			untagged = append(untagged, id)
+		}
+	}
+	if len(untagged) > 0 {
+		slices.Sort(untagged)
+		sgs, err := l.describeGroups(ctx, cl, &ec2.DescribeSecurityGroupsInput{GroupIds: untagged})
+		if err != nil {
+			return nil, err
+		}
+		for _, sg := range sgs {
+			ng.rules[aws.ToString(sg.GroupId)] = nodeRulesOf(sg.IpPermissions)
+		}
+	}
+	return ng, nil
+}
+
+// clusterGroups are the VPC's security groups tagged for the cluster.
+func (l *loadBalancers) clusterGroups(ctx context.Context, cl *clients, vpc string) ([]ec2types.SecurityGroup, error) {
+	sgs, err := l.describeGroups(ctx, cl, &ec2.DescribeSecurityGroupsInput{Filters: []ec2types.Filter{
+		{Name: aws.String("vpc-id"), Values: []string{vpc}},
+		{Name: aws.String("tag-key"), Values: []string{l.c.clusterTag()}},
+	}})
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(sgs, func(sg ec2types.SecurityGroup) bool { return !l.c.ec2Tagged(sg.Tags) }), nil
+}
+
+func (l *loadBalancers) describeGroups(ctx context.Context, cl *clients, in *ec2.DescribeSecurityGroupsInput) ([]ec2types.SecurityGroup, error) {
+	var all []ec2types.SecurityGroup
+	for {
+		out, err := cloudapi.Call(ctx, l.c.api, "ec2.DescribeSecurityGroups", func(ctx context.Context) (*ec2.DescribeSecurityGroupsOutput, error) {
+			return cl.ec2.DescribeSecurityGroups(ctx, in)
+		})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, out.SecurityGroups...)
+		if aws.ToString(out.NextToken) == "" {
+			return all, nil
+		}
+		in.NextToken = out.NextToken
+	}
+}
+
+// nlbTrafficOf is what the Service's NLB sends to its nodes: its node
+// ports from its source ranges (everyone when none), and its health
+// checks from its subnets.
+func nlbTrafficOf(spec *nlbSpec, subnets []subnet) nlbTraffic {
+	t := nlbTraffic{lb: spec.name, clientProto: "tcp"}
+	for _, ls := range spec.listeners {
+		t.clientPorts = append(t.clientPorts, ls.tg.port)
+		hc := ls.tg.port
+		if p, err := strconv.Atoi(spec.healthCheck.port); err == nil {
+			hc = int32(p)
+		}
+		t.healthPorts = append(t.healthPorts, hc)
+		if ls.tg.protocol == elbtypes.ProtocolEnumUdp || ls.tg.protocol == elbtypes.ProtocolEnumTcpUdp {
+			t.clientProto = "udp"
+		}
+	}
+	t.clientPorts, t.healthPorts = sortedPorts(t.clientPorts), sortedPorts(t.healthPorts)
+	// Upstream opens nodes to IPv4 clients only when no range is given.
+	t.clientCIDRs = slices.DeleteFunc(slices.Clone(spec.sources), func(c string) bool { return c == "::/0" })
+	for _, s := range subnets {
+		if s.cidr != "" {
+			t.healthCIDRs = append(t.healthCIDRs, s.cidr)
+		}
+	}
+	slices.Sort(t.healthCIDRs)
+	t.healthCIDRs = slices.Compact(t.healthCIDRs)
+	return t
+}
+
+// planNodeGroups adds a change for each node group whose rules for this
+// NLB differ: its targets' groups get the traffic rules, every other
+// cluster group loses them. want nil takes them out everywhere (the NLB
+// is being deleted).
+func planNodeGroups(p *loadbalancers.Plan, lb string, want []nodeRule, ng *nodeGroups, ap *applier) {
+	for _, id := range slices.Sorted(maps.Keys(ng.rules)) {
+		var w []nodeRule
+		if ng.want[id] {
+			w = want
+		}
+		ch := planNodeGroup(lb, ng.rules[id], w)
+		if ch.empty() {
+			continue
+		}
+		p.Add(change{Action: loadbalancers.Update, Kind: kindNodeSG, Name: id, Fields: nodeRuleFields(ch),
+			Apply: ap.run(func(ctx context.Context, a *applier) error { return a.l.updateNodeGroup(ctx, a.cl, id, ch) })})
+	}
+}
+
+func nodeRuleFields(ch nodeGroupChange) []field {
+	show := func(rules []nodeRule) string {
+		if len(rules) == 0 {
+			return "none"
+		}
+		parts := make([]string, len(rules))
+		for i, r := range rules {
+			parts[i] = r.String()
+		}
+		return strings.Join(parts, ", ")
+	}
+	var out []field
+	if len(ch.grant) > 0 {
+		out = append(out, field{Name: "IngressGranted", From: "none", To: show(ch.grant)})
+	}
+	if len(ch.revoke) > 0 {
+		out = append(out, field{Name: "IngressRevoked", From: show(ch.revoke), To: "none"})
+	}
+	return out
+}
+
+// updateNodeGroup revokes, then grants. A rule already gone or already
+// there is no error: another sync (or the operator) got there first.
+func (l *loadBalancers) updateNodeGroup(ctx context.Context, cl *clients, id string, ch nodeGroupChange) error {
+	if len(ch.revoke) > 0 {
+		_, err := cloudapi.Call(ctx, l.c.api, "ec2.RevokeSecurityGroupIngress", func(ctx context.Context) (*ec2.RevokeSecurityGroupIngressOutput, error) {
+			return cl.ec2.RevokeSecurityGroupIngress(ctx, &ec2.RevokeSecurityGroupIngressInput{GroupId: aws.String(id), IpPermissions: nodePermissions(ch.revoke)})
+		})
+		if err != nil && !cloudapi.IsNotFound(err) {
+			return fmt.Errorf("revoking the load balancer's rules from node security group %s: %w", id, err)
+		}
+	}
+	if len(ch.grant) > 0 {
+		_, err := cloudapi.Call(ctx, l.c.api, "ec2.AuthorizeSecurityGroupIngress", func(ctx context.Context) (*ec2.AuthorizeSecurityGroupIngressOutput, error) {
+			return cl.ec2.AuthorizeSecurityGroupIngress(ctx, &ec2.AuthorizeSecurityGroupIngressInput{GroupId: aws.String(id), IpPermissions: nodePermissions(ch.grant)})
+		})
+		if err != nil && cloudapi.KindOf(err) != cloudapi.KindExists {
+			return fmt.Errorf("letting the load balancer into node security group %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// revokeNodeRules takes a deleted NLB's rules out of every cluster group.
+func (l *loadBalancers) revokeNodeRules(ctx context.Context, cl *clients, vpc, lb string) error {
+	if l.c.cfg.DisableSecurityGroupIngress {
+		return nil
+	}
+	ng, err := l.observeNodeGroups(ctx, cl, vpc, nil)
+	if err != nil {
+		return err
+	}
+	var p loadbalancers.Plan
+	planNodeGroups(&p, lb, nil, ng, &applier{l: l, cl: cl})
+	return p.Apply(ctx)
 }

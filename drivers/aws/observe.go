@@ -32,6 +32,9 @@ type observed struct {
 	// tgs are the target groups the Service's ports ask for that exist,
 	// by name.
 	tgs map[string]*observedTG
+	// nodes are the node security groups, unless polyccm leaves them to
+	// the operator (disableSecurityGroupIngress).
+	nodes *nodeGroups
 }
 
 // observedTG is one of the Service's target groups as AWS has it.

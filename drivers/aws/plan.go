@@ -21,6 +21,7 @@ const (
 	kindLB       = "load balancer"
 	kindTG       = "target group"
 	kindListener = "listener"
+	kindNodeSG   = "node security group"
 )
 
 // crossZoneAttr is the NLB attribute for cross-zone load balancing.
@@ -52,6 +53,9 @@ func planNLB(spec *nlbSpec, subnets []subnet, targets []string, obs *observed, a
 		}
 		p.Add(change{Action: loadbalancers.Delete, Kind: kindTG, Name: aws.ToString(tg.TargetGroupName),
 			Apply: ap.run(func(ctx context.Context, a *applier) error { return a.l.deleteTargetGroup(ctx, a.cl, arn) })})
+	}
+	if obs.nodes != nil {
+		planNodeGroups(&p, spec.name, nlbTrafficOf(spec, subnets).rules(), obs.nodes, ap)
 	}
 	return p
 }

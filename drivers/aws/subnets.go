@@ -20,6 +20,7 @@ import (
 // subnet is one subnet the NLB uses, with its optional fixed address.
 type subnet struct {
 	id, zone  string
+	cidr      string // where the NLB's health checks come from
 	eip, ipv4 string
 }
 
@@ -85,7 +86,7 @@ func (l *loadBalancers) subnets(ctx context.Context, cl *clients, vpc string, sp
 	}
 	out := make([]subnet, len(found))
 	for i, s := range found {
-		out[i] = subnet{id: aws.ToString(s.SubnetId), zone: aws.ToString(s.AvailabilityZone)}
+		out[i] = subnet{id: aws.ToString(s.SubnetId), zone: aws.ToString(s.AvailabilityZone), cidr: aws.ToString(s.CidrBlock)}
 		if i < len(spec.eips) {
 			out[i].eip = spec.eips[i]
 		}

@@ -1,0 +1,115 @@
+package aws_test
+
+import (
+	"slices"
+	"strconv"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	awsccm "github.com/polyccm/polyccm/drivers/aws"
+	fakeaws "github.com/polyccm/polyccm/test/fakecloud/aws"
+)
+
+// ingressOf lists a group's ingress rules as "proto:from-to cidr desc".
+func ingressOf(t *testing.T, f *fakeaws.Server, id string) []string {
+	t.Helper()
+	sg, ok := f.SecurityGroup(id)
+	if !ok {
+		t.Fatalf("no security group %s", id)
+	}
+	var out []string
+	for _, p := range sg.Ingress {
+		for _, r := range append(slices.Clone(p.IPRanges), p.IPv6Ranges...) {
+			out = append(out, p.Protocol+":"+itoa(p.FromPort)+"-"+itoa(p.ToPort)+" "+r.CIDR+" "+r.Description)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func itoa(i int32) string { return strconv.Itoa(int(i)) }
+
+// The NLB lets itself into its nodes' cluster security group, as the AWS
+// CCM does: client rules from the source ranges to the node ports, health
+// rules from its subnets, an MTU-discovery rule per source; an operator's
+// rule and the instances' other groups are left alone; a port change
+// moves the rules; deleting the Service takes them all out.
+func TestNodeSecurityGroupRules(t *testing.T) {
+	w := newWorld(t)
+	nodeSG := w.fake.AddSecurityGroup(fakeaws.SecurityGroup{
+		Name: "nodes", Description: "cluster nodes", VPCID: w.vpc.ID,
+		Tags:    map[string]string{awsccm.TagClusterPrefix + cluster: awsccm.TagOwned},
+		Ingress: []fakeaws.IPPermission{{Protocol: "tcp", FromPort: 22, ToPort: 22, IPRanges: []fakeaws.IPRange{{CIDR: "10.0.0.0/8", Description: "ssh"}}}},
+	})
+	other := w.fake.AddSecurityGroup(fakeaws.SecurityGroup{Name: "monitoring", Description: "not the cluster's", VPCID: w.vpc.ID})
+	var nodes []*v1.Node
+	for _, z := range []string{zoneA, zoneB} {
+		in := w.fake.AddInstance(fakeaws.Instance{SubnetID: w.private[z].ID, SecurityGroupIDs: []string{other.ID, nodeSG.ID}})
+		nodes = append(nodes, node(in, nil))
+	}
+	e := w.env(w.config())
+	svc := service(nil, tcp("http", 80, 30080))
+	svc.Spec.LoadBalancerSourceRanges = []string{"203.0.113.0/24"}
+	svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+	svc.Spec.HealthCheckNodePort = 31999
+	e.ensure(svc, nodes)
+
+	lb := e.nlb()
+	var health []string
+	for _, az := range lb.Subnets {
+		for _, s := range w.fake.Subnets() {
+			if s.ID == az.SubnetID {
+				health = append(health, "tcp:31999-31999 "+s.CIDRBlock+" kubernetes.io/rule/nlb/health="+lb.Name)
+			}
+		}
+	}
+	if len(health) == 0 {
+		t.Fatalf("the NLB has no subnets: %+v", lb)
+	}
+	want := append([]string{
+		"icmp:3-4 203.0.113.0/24 kubernetes.io/rule/nlb/mtu",
+		"tcp:22-22 10.0.0.0/8 ssh",
+		"tcp:30080-30080 203.0.113.0/24 kubernetes.io/rule/nlb/client=" + lb.Name,
+	}, health...)
+	slices.Sort(want)
+	if got := ingressOf(t, w.fake, nodeSG.ID); !slices.Equal(got, want) {
+		t.Errorf("node group rules\n got %v\nwant %v", got, want)
+	}
+	if got := ingressOf(t, w.fake, other.ID); len(got) != 0 {
+		t.Errorf("the instances' other group was changed: %v", got)
+	}
+
+	// A new node port: the rule moves.
+	svc.Spec.Ports[0].NodePort = 30081
+	e.ensure(svc, nodes)
+	got := ingressOf(t, w.fake, nodeSG.ID)
+	if !slices.Contains(got, "tcp:30081-30081 203.0.113.0/24 kubernetes.io/rule/nlb/client="+lb.Name) ||
+		slices.Contains(got, "tcp:30080-30080 203.0.113.0/24 kubernetes.io/rule/nlb/client="+lb.Name) {
+		t.Errorf("after the node port changed: %v", got)
+	}
+
+	if err := e.lbs.EnsureLoadBalancerDeleted(ctx(t), cluster, svc); err != nil {
+		t.Fatal(err)
+	}
+	if got := ingressOf(t, w.fake, nodeSG.ID); !slices.Equal(got, []string{"tcp:22-22 10.0.0.0/8 ssh"}) {
+		t.Errorf("after the Service is deleted: %v; want only the operator's rule", got)
+	}
+}
+
+// disableSecurityGroupIngress leaves the nodes' groups to the operator.
+func TestNodeSecurityGroupRulesDisabled(t *testing.T) {
+	w := newWorld(t)
+	nodeSG := w.fake.AddSecurityGroup(fakeaws.SecurityGroup{
+		Name: "nodes", Description: "cluster nodes", VPCID: w.vpc.ID,
+		Tags: map[string]string{awsccm.TagClusterPrefix + cluster: awsccm.TagOwned},
+	})
+	in := w.fake.AddInstance(fakeaws.Instance{SubnetID: w.private[zoneA].ID, SecurityGroupIDs: []string{nodeSG.ID}})
+	cfg := w.config()
+	cfg.DisableSecurityGroupIngress = true
+	e := w.env(cfg)
+	e.ensure(service(nil), []*v1.Node{node(in, nil)})
+	if got := ingressOf(t, w.fake, nodeSG.ID); len(got) != 0 {
+		t.Errorf("rules added with disableSecurityGroupIngress: %v", got)
+	}
+}
