@@ -132,10 +132,11 @@ type Certificate struct {
 // API or the helpers, so tests can check nothing leaks and nothing is made
 // twice. Security groups exclude the VPCs' "default" ones.
 type Stats struct {
-	LoadBalancers  ResourceStats
-	TargetGroups   ResourceStats
-	Listeners      ResourceStats
-	SecurityGroups ResourceStats
+	LoadBalancers        ResourceStats
+	TargetGroups         ResourceStats
+	Listeners            ResourceStats
+	SecurityGroups       ResourceStats
+	ClassicLoadBalancers ResourceStats
 }
 
 // ResourceStats counts one kind of resource: Created and Deleted ever,
