@@ -9,6 +9,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/credentials v1.20.15
 	github.com/aws/aws-sdk-go-v2/feature/ec2/imds v1.20.7
 	github.com/aws/aws-sdk-go-v2/service/ec2 v1.344.1
+	github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing v1.41.8
 	github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2 v1.63.8
 	github.com/aws/aws-sdk-go-v2/service/sts v1.51.8
 	github.com/blakesmith/ar v0.0.0-20190502131153-809d4375e1fb

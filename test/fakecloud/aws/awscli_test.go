@@ -32,7 +32,7 @@ func needCLI(t *testing.T) {
 func cli(t *testing.T, s *Server, service string, args ...string) (out map[string]any, stderr string, code int) {
 	t.Helper()
 	needCLI(t)
-	url := map[string]string{"ec2": s.EC2URL(), "elbv2": s.ELBv2URL(), "sts": s.STSURL()}[service]
+	url := map[string]string{"ec2": s.EC2URL(), "elb": s.ELBURL(), "elbv2": s.ELBv2URL(), "sts": s.STSURL()}[service]
 	cmd := exec.Command("aws", append([]string{"--endpoint-url", url, "--output", "json", service}, args...)...)
 	cmd.Env = append(os.Environ(),
 		"AWS_ACCESS_KEY_ID="+testAccessKey, "AWS_SECRET_ACCESS_KEY="+testSecretKey,
@@ -190,4 +190,62 @@ func TestAWSCLIELBv2(t *testing.T) {
 	cli(t, s, "elbv2", "describe-target-groups")
 	_, se, code = cli(t, s, "elbv2", "describe-target-groups")
 	failed(t, "over the rate limit", se, code, "Throttling")
+}
+
+func TestAWSCLIClassicELB(t *testing.T) {
+	needCLI(t)
+	t.Parallel()
+	s, _ := start(t)
+	s.SetTargetHealthDelay(time.Hour)
+	inst := s.AddInstance(Instance{})
+
+	created, se, code := cli(t, s, "elb", "create-load-balancer", "--load-balancer-name", "web",
+		"--listeners", "Protocol=TCP,LoadBalancerPort=80,InstanceProtocol=TCP,InstancePort=30080", "--subnets", inst.SubnetID)
+	if code != 0 {
+		t.Fatal(se)
+	}
+	dns, _ := created["DNSName"].(string)
+	if !strings.HasPrefix(dns, "web-") || !strings.HasSuffix(dns, "."+DefaultRegion+".elb.amazonaws.com") {
+		t.Errorf("create-load-balancer: %v", created)
+	}
+	out, se, code := cli(t, s, "elb", "describe-load-balancers", "--load-balancer-names", "web")
+	if code != 0 {
+		t.Fatal(se)
+	}
+	lb := out["LoadBalancerDescriptions"].([]any)[0].(map[string]any)
+	l := lb["ListenerDescriptions"].([]any)[0].(map[string]any)["Listener"].(map[string]any)
+	if lb["DNSName"] != dns || lb["Scheme"] != "internet-facing" || lb["VPCId"] != inst.VPCID || l["InstancePort"] != 30080.0 ||
+		lb["HealthCheck"].(map[string]any)["Target"] != "TCP:30080" || len(lb["Instances"].([]any)) != 0 {
+		t.Errorf("describe-load-balancers: %v", lb)
+	}
+	_, se, code = cli(t, s, "elb", "describe-load-balancers", "--load-balancer-names", "nope")
+	failed(t, "unknown load balancer", se, code, "LoadBalancerNotFound")
+	_, se, code = cli(t, s, "elb", "create-load-balancer", "--load-balancer-name", "web",
+		"--listeners", "Protocol=TCP,LoadBalancerPort=80,InstanceProtocol=TCP,InstancePort=30081", "--subnets", inst.SubnetID)
+	failed(t, "the same name, other settings", se, code, "DuplicateLoadBalancerName")
+
+	reg, se, code := cli(t, s, "elb", "register-instances-with-load-balancer", "--load-balancer-name", "web", "--instances", inst.ID)
+	if code != 0 || len(reg["Instances"].([]any)) != 1 || reg["Instances"].([]any)[0].(map[string]any)["InstanceId"] != inst.ID {
+		t.Errorf("register-instances-with-load-balancer: %v %s", reg, se)
+	}
+	_, se, code = cli(t, s, "elb", "register-instances-with-load-balancer", "--load-balancer-name", "web", "--instances", "i-0123456789abcdef0")
+	failed(t, "an unknown instance", se, code, "InvalidInstance")
+	h, se, code := cli(t, s, "elb", "describe-instance-health", "--load-balancer-name", "web")
+	if code != 0 {
+		t.Fatal(se)
+	}
+	st := h["InstanceStates"].([]any)[0].(map[string]any)
+	if st["InstanceId"] != inst.ID || st["State"] != "OutOfService" || st["ReasonCode"] != "ELB" {
+		t.Errorf("describe-instance-health while registering: %v", st)
+	}
+	s.SetTargetHealthDelay(0)
+	if h, se, code = cli(t, s, "elb", "describe-instance-health", "--load-balancer-name", "web"); code != 0 || h["InstanceStates"].([]any)[0].(map[string]any)["State"] != "InService" {
+		t.Errorf("describe-instance-health after the delay: %v %s", h, se)
+	}
+	if _, se, code := cli(t, s, "elb", "delete-load-balancer", "--load-balancer-name", "web"); code != 0 {
+		t.Fatal(se)
+	}
+	if _, se, code := cli(t, s, "elb", "delete-load-balancer", "--load-balancer-name", "web"); code != 0 {
+		t.Errorf("deleting a deleted load balancer: %s", se)
+	}
 }

@@ -557,6 +557,9 @@ func (s *Server) deleteSecurityGroup(c *call) (any, *apiError) {
 // sgInUseLocked reports whether a load balancer, a live instance or
 // another group's rule refers to the group.
 func (s *Server) sgInUseLocked(id string) bool {
+	if s.classicUsesGroupLocked(id) {
+		return true
+	}
 	for _, lb := range s.elb.lbs {
 		if slices.Contains(lb.SecurityGroups, id) {
 			return true

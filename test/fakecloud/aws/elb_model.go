@@ -132,10 +132,11 @@ type Certificate struct {
 // API or the helpers, so tests can check nothing leaks and nothing is made
 // twice. Security groups exclude the VPCs' "default" ones.
 type Stats struct {
-	LoadBalancers  ResourceStats
-	TargetGroups   ResourceStats
-	Listeners      ResourceStats
-	SecurityGroups ResourceStats
+	LoadBalancers        ResourceStats
+	TargetGroups         ResourceStats
+	Listeners            ResourceStats
+	SecurityGroups       ResourceStats
+	ClassicLoadBalancers ResourceStats
 }
 
 // ResourceStats counts one kind of resource: Created and Deleted ever,
@@ -224,8 +225,8 @@ func (s *Server) SetConsistencyDelay(d time.Duration) {
 
 // SetDependencyLinger sets how long a deleted load balancer's network
 // interfaces keep its security groups in use: deleting such a group
-// answers DependencyViolation until then, as on AWS, where an NLB's
-// interfaces go some time after the NLB. The default, 0, frees them at
+// answers DependencyViolation until then, as on AWS, where an NLB's (or a
+// Classic Load Balancer's) interfaces go some time after it. The default, 0, frees them at
 // once.
 func (s *Server) SetDependencyLinger(d time.Duration) {
 	s.mu.Lock()
@@ -234,8 +235,9 @@ func (s *Server) SetDependencyLinger(d time.Duration) {
 }
 
 // SetTargetHealthDelay sets how long newly registered targets stay
-// "initial" before turning "healthy". The default, 0, makes them healthy
-// from the next read on.
+// "initial" before turning "healthy", and instances newly registered with
+// a Classic Load Balancer OutOfService before turning InService. The
+// default, 0, makes them healthy from the next read on.
 func (s *Server) SetTargetHealthDelay(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

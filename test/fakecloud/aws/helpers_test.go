@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	clb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
@@ -33,6 +34,7 @@ var ctx = context.Background()
 // clients are real, unmodified SDK clients pointed at the fake.
 type clients struct {
 	ec2 *ec2.Client
+	clb *clb.Client // Classic ELB
 	elb *elbv2.Client
 	sts *sts.Client
 }
@@ -71,6 +73,7 @@ func newClients(t *testing.T, s *Server, cfg awssdk.Config) clients {
 	t.Helper()
 	return clients{
 		ec2: ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.BaseEndpoint = awssdk.String(s.EC2URL()) }),
+		clb: clb.NewFromConfig(cfg, func(o *clb.Options) { o.BaseEndpoint = awssdk.String(s.ELBURL()) }),
 		elb: elbv2.NewFromConfig(cfg, func(o *elbv2.Options) { o.BaseEndpoint = awssdk.String(s.ELBv2URL()) }),
 		sts: sts.NewFromConfig(cfg, func(o *sts.Options) { o.BaseEndpoint = awssdk.String(s.STSURL()) }),
 	}

@@ -16,7 +16,7 @@ import (
 
 // service describes one query-protocol API the fake serves.
 type service struct {
-	name        string // in endpoint keys: "ec2", "elbv2", "sts"
+	name        string // in endpoint keys: "ec2", "elb", "elbv2", "sts"
 	prefix      string // path prefix of its BaseEndpoint
 	signingName string // SigV4 credential scope service
 	iamPrefix   string // IAM action prefix, "ec2:", ...
@@ -44,6 +44,11 @@ var (
 		name: "ec2", prefix: "/ec2/", signingName: "ec2", iamPrefix: "ec2:",
 		version: "2016-11-15", namespace: ec2Namespace, ec2Style: true,
 	}
+	// classicService is the Classic Load Balancer API, ELB API version 1.
+	classicService = &service{
+		name: "elb", prefix: "/elb/", signingName: "elasticloadbalancing", iamPrefix: "elasticloadbalancing:",
+		version: "2012-06-01", namespace: "http://elasticloadbalancing.amazonaws.com/doc/2012-06-01/",
+	}
 	elbService = &service{
 		name: "elbv2", prefix: "/elbv2/", signingName: "elasticloadbalancing", iamPrefix: "elasticloadbalancing:",
 		version: "2015-12-01", namespace: "http://elasticloadbalancing.amazonaws.com/doc/2015-12-01/",
@@ -52,11 +57,12 @@ var (
 		name: "sts", prefix: "/sts/", signingName: "sts", iamPrefix: "sts:",
 		version: "2011-06-15", namespace: "https://sts.amazonaws.com/doc/2011-06-15/",
 	}
-	services = []*service{ec2Service, elbService, stsService}
+	services = []*service{ec2Service, classicService, elbService, stsService}
 )
 
 func init() {
 	ec2Service.actions = ec2Actions()
+	classicService.actions = classicActions()
 	elbService.actions = elbActions()
 	stsService.actions = stsActions()
 }

@@ -1,12 +1,13 @@
 // Package aws is an in-memory fake of the AWS APIs a cloud-controller-manager
-// talks to: EC2, Elastic Load Balancing v2, STS and the EC2 instance
-// metadata service (IMDSv2). It speaks their wire protocols — the EC2 query
+// talks to: EC2, Elastic Load Balancing (Classic and v2), STS and the EC2
+// instance metadata service (IMDSv2). It speaks their wire protocols — the EC2 query
 // protocol and the AWS query protocol, form-encoded requests signed with
 // Signature Version 4, XML answers and error envelopes, the real error codes
 // and HTTP statuses — so the unmodified aws-sdk-go-v2 clients work against
 // it with only their endpoints overridden:
 //
 //	ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.BaseEndpoint = aws.String(fake.EC2URL()) })
+//	elasticloadbalancing.NewFromConfig(cfg, func(o *elasticloadbalancing.Options) { o.BaseEndpoint = aws.String(fake.ELBURL()) })
 //	elasticloadbalancingv2.NewFromConfig(cfg, func(o *elasticloadbalancingv2.Options) { o.BaseEndpoint = aws.String(fake.ELBv2URL()) })
 //	sts.NewFromConfig(cfg, func(o *sts.Options) { o.BaseEndpoint = aws.String(fake.STSURL()) })
 //	imds.New(imds.Options{Endpoint: fake.IMDSURL()})
@@ -16,7 +17,7 @@
 // independent check of a client's decoding.
 //
 // One listener serves everything. Each query service has a path prefix
-// (/ec2/, /elbv2/, /sts/); a request to "/" is routed by its Version
+// (/ec2/, /elb/, /elbv2/, /sts/); a request to "/" is routed by its Version
 // parameter instead. IMDS answers under /latest/, as on an instance.
 //
 // Every request is signature-checked against the credentials the fake
@@ -27,10 +28,10 @@
 //
 // Every request passes through a faults.Injector (Faults) and is counted
 // under "<service> <Action>", e.g. "ec2 DescribeInstances",
-// "elbv2 CreateLoadBalancer", "sts AssumeRole", or for IMDS
+// "elb CreateLoadBalancer", "elbv2 CreateLoadBalancer", "sts AssumeRole", or for IMDS
 // "imds <METHOD> <path pattern>", e.g. "imds GET /latest/meta-data/instance-id".
 // Throttled requests get each service's real throttling error — EC2
-// RequestLimitExceeded with HTTP 503, ELBv2 and STS Throttling with HTTP
+// RequestLimitExceeded with HTTP 503, ELB, ELBv2 and STS Throttling with HTTP
 // 400, IMDS a bare 429 — whatever the injector's SetThrottleStatus says; a
 // rule with Status 429 is answered the same way. Other injected statuses
 // get the service's error for that status (500 InternalError or
@@ -64,6 +65,16 @@
 //     DescribeTargetHealth, CreateListener, DescribeListeners,
 //     ModifyListener, DeleteListener, AddTags, RemoveTags, DescribeTags.
 //     Listener actions are forward only.
+//   - Classic ELB: CreateLoadBalancer, DescribeLoadBalancers,
+//     DeleteLoadBalancer, Create/DeleteLoadBalancerListeners,
+//     RegisterInstancesWithLoadBalancer,
+//     DeregisterInstancesFromLoadBalancer, DescribeInstanceHealth,
+//     ConfigureHealthCheck, Describe/ModifyLoadBalancerAttributes,
+//     CreateLoadBalancerPolicy, DescribeLoadBalancerPolicies,
+//     DeleteLoadBalancerPolicy, SetLoadBalancerPoliciesOfListener,
+//     SetLoadBalancerPoliciesForBackendServer,
+//     ApplySecurityGroupsToLoadBalancer, AttachLoadBalancerToSubnets,
+//     DetachLoadBalancerFromSubnets, AddTags, RemoveTags, DescribeTags.
 //   - STS: AssumeRole, GetCallerIdentity.
 //   - IMDSv2: the token, instance, placement, network interface, IAM and
 //     identity document paths a node or a driver reads.
@@ -88,7 +99,7 @@ const (
 	DefaultUserName = "polyccm"
 )
 
-// Server is a fake of EC2, ELBv2, STS and IMDS. Create it with New, then
+// Server is a fake of EC2, ELB, ELBv2, STS and IMDS. Create it with New, then
 // Start it, or mount Handler in a server of your own.
 type Server struct {
 	srv *fakehttp.Server
@@ -105,6 +116,7 @@ type Server struct {
 	auth  authState
 	ec2   ec2State
 	elb   elbState
+	clb   classicState
 	imds  imdsState
 	stats Stats
 }
@@ -129,6 +141,7 @@ func New(accessKey, secretKey string) *Server {
 	s.auth.init()
 	s.ec2.init()
 	s.elb.init()
+	s.clb.init()
 	s.imds.init()
 	s.auth.setUserKey(accessKey, secretKey)
 	s.resetZonesLocked()
@@ -152,6 +165,10 @@ func (s *Server) serviceURL(prefix string) string {
 
 // EC2URL is the BaseEndpoint for the EC2 client.
 func (s *Server) EC2URL() string { return s.serviceURL("/ec2/") }
+
+// ELBURL is the BaseEndpoint for the Classic Load Balancer client
+// (elasticloadbalancing, API version 2012-06-01).
+func (s *Server) ELBURL() string { return s.serviceURL("/elb/") }
 
 // ELBv2URL is the BaseEndpoint for the Elastic Load Balancing v2 client.
 func (s *Server) ELBv2URL() string { return s.serviceURL("/elbv2/") }

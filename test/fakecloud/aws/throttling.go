@@ -18,6 +18,10 @@ import (
 //     refilled at 10 a second ("Request throttling for the ELB API"), and
 //     gives each mutating action its own; the published per-action figures
 //     vary, and 20 tokens at 5 a second is the order of the lower ones.
+//   - Classic ELB (API version 1) is throttled the same way, but "each
+//     ELB API version has its own bucket and tokens" (same page): its
+//     describes share a bucket of 40 at 10 a second apart from ELBv2's,
+//     and each mutation has its own of 20 at 5.
 //   - STS has its own account-wide quota, 600 requests a second.
 //
 // IMDS is not throttled by these buckets (it limits per instance, by
@@ -37,6 +41,11 @@ func Throttling(endpoint string) (string, faults.Limit) {
 	case "elbv2":
 		if reads {
 			return "elbv2 describe", faults.Limit{RPS: 10, Burst: 40}
+		}
+		return endpoint, faults.Limit{RPS: 5, Burst: 20}
+	case "elb":
+		if reads {
+			return "elb describe", faults.Limit{RPS: 10, Burst: 40}
 		}
 		return endpoint, faults.Limit{RPS: 5, Burst: 20}
 	case "sts":
