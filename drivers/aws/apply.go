@@ -58,30 +58,30 @@ func (a *applier) createSecurityGroup(ctx context.Context) error {
 	l, cl, spec := a.l, a.cl, a.spec
 	_, err := cloudapi.Call(ctx, l.c.api, "ec2.CreateSecurityGroup", func(ctx context.Context) (*ec2.CreateSecurityGroupOutput, error) {
 		return cl.ec2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{
-			GroupName:   aws.String(sgName(spec)),
-			Description: aws.String("polyccm: NLB of Service " + spec.service),
+			GroupName:   aws.String(spec.sgName),
+			Description: aws.String(sgDescription),
 			VpcId:       aws.String(a.vpc),
 			TagSpecifications: []ec2types.TagSpecification{{
-				ResourceType: ec2types.ResourceTypeSecurityGroup, Tags: ec2Tags(spec.tags),
+				ResourceType: ec2types.ResourceTypeSecurityGroup, Tags: ec2Tags(spec.sgTags),
 			}},
 		})
 	}, cloudapi.NotIdempotent(), cloudapi.Creates())
 	if err != nil && cloudapi.KindOf(err) != cloudapi.KindExists {
 		return err
 	}
-	sg, err := l.findSecurityGroup(ctx, cl, a.vpc, sgName(spec))
+	sg, err := l.findSecurityGroup(ctx, cl, a.vpc, spec.sgName)
 	if err != nil {
 		return err
 	}
 	if sg == nil {
 		// EC2 is eventually consistent: a group just created may not be
 		// listed for a moment. Not a failure; look again soon.
-		return loadbalancers.Pending(consistencyRetry, "security group %s was created and is not listed by EC2 yet; looking again in %s", sgName(spec), consistencyRetry)
+		return loadbalancers.Pending(consistencyRetry, "security group %s was created and is not listed by EC2 yet; looking again in %s", spec.sgName, consistencyRetry)
 	}
 	// A group that already existed (a lost answer, or made meanwhile) is
 	// held to the ownership rule like any observed one.
 	id := aws.ToString(sg.GroupId)
-	v, err := l.own.Check(ctx, a.svc, l.resource(kindSG, id, sgName(spec), ec2TagMap(sg.Tags)))
+	v, err := l.own.Check(ctx, a.svc, l.resource(kindSG, id, spec.sgName, ec2TagMap(sg.Tags)))
 	if err != nil {
 		return err
 	}
@@ -98,7 +98,7 @@ func (a *applier) updateSecurityGroup(ctx context.Context, id string, adopt bool
 	l, cl := a.l, a.cl
 	if adopt {
 		if _, err := cloudapi.Call(ctx, l.c.api, "ec2.CreateTags", func(ctx context.Context) (*ec2.CreateTagsOutput, error) {
-			return cl.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: ec2Tags(a.spec.tags)})
+			return cl.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: ec2Tags(a.spec.sgTags)})
 		}); err != nil {
 			return err
 		}

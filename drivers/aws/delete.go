@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
@@ -64,14 +65,48 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 	if err := l.revokeNodeRules(ctx, cl, vpc, spec.name); err != nil {
 		return err
 	}
-	sg, err := l.findSecurityGroup(ctx, cl, vpc, sgName(spec))
-	if err != nil || sg == nil {
+	sgs, err := l.serviceSecurityGroups(ctx, cl, vpc, svc)
+	if err != nil {
 		return err
 	}
-	if ok, err := l.own.CheckDelete(ctx, svc, l.resource("security group", aws.ToString(sg.GroupId), sgName(spec), ec2TagMap(sg.Tags))); err != nil || !ok {
+	for _, sg := range sgs {
+		if err := l.deleteSecurityGroup(ctx, cl, svc, sg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serviceSecurityGroups are the Service's security groups found by name:
+// the one with the AWS CCM's name, and one with polyccm's earlier name
+// (see observe.go) if it is tagged with the Service, as polyccm tagged
+// it: the AWS CCM gives a Classic ELB's group that name without the tag.
+func (l *loadBalancers) serviceSecurityGroups(ctx context.Context, cl *clients, vpc string, svc *v1.Service) ([]ec2types.SecurityGroup, error) {
+	var out []ec2types.SecurityGroup
+	sg, err := l.findSecurityGroup(ctx, cl, vpc, sgName(l.c.cluster, svc))
+	if err != nil {
+		return nil, err
+	}
+	if sg != nil {
+		out = append(out, *sg)
+	}
+	sg, err = l.findSecurityGroup(ctx, cl, vpc, legacySGName(svc))
+	if err != nil {
+		return nil, err
+	}
+	if sg != nil && ec2TagMap(sg.Tags)[TagServiceName] == svc.Namespace+"/"+svc.Name {
+		out = append(out, *sg)
+	}
+	return out, nil
+}
+
+// deleteSecurityGroup deletes sg if it is the Service's by the ownership
+// rule.
+func (l *loadBalancers) deleteSecurityGroup(ctx context.Context, cl *clients, svc *v1.Service, sg ec2types.SecurityGroup) error {
+	if ok, err := l.own.CheckDelete(ctx, svc, l.resource(kindSG, aws.ToString(sg.GroupId), aws.ToString(sg.GroupName), ec2TagMap(sg.Tags))); err != nil || !ok {
 		return err
 	}
-	_, err = cloudapi.Call(ctx, l.c.api, "ec2.DeleteSecurityGroup", func(ctx context.Context) (*ec2.DeleteSecurityGroupOutput, error) {
+	_, err := cloudapi.Call(ctx, l.c.api, "ec2.DeleteSecurityGroup", func(ctx context.Context) (*ec2.DeleteSecurityGroupOutput, error) {
 		return cl.ec2.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: sg.GroupId})
 	})
 	switch {

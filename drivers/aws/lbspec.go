@@ -1,9 +1,11 @@
 package aws
 
 import (
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net"
 	"regexp"
 	"slices"
@@ -49,8 +51,8 @@ const (
 )
 
 const (
-	kubeProxyHealthPort = 10256
-	kubeProxyHealthPath = "/healthz"
+	trafficPort     = "traffic-port"
+	localHealthPath = "/healthz" // kube-proxy's, on the healthCheckNodePort
 )
 
 var (
@@ -88,8 +90,8 @@ var LBAnnotations = annotations.NewSet([]string{annPrefix},
 		}
 		return nil
 	}),
-	annotations.Enum(AnnHealthCheckProtocol, []string{"TCP", "HTTP", "HTTPS"}, "HTTP", "Health check protocol."),
-	annotations.String(AnnHealthCheckPort, "traffic-port or a port number", "kube-proxy's 10256, or healthCheckNodePort with externalTrafficPolicy Local", "Health check port.", func(s string) error {
+	annotations.Enum(AnnHealthCheckProtocol, []string{"TCP", "HTTP", "HTTPS"}, "TCP, or HTTP with externalTrafficPolicy Local", "Health check protocol."),
+	annotations.String(AnnHealthCheckPort, "traffic-port or a port number", "traffic-port, or healthCheckNodePort with externalTrafficPolicy Local", "Health check port.", func(s string) error {
 		if s == "traffic-port" {
 			return nil
 		}
@@ -98,16 +100,16 @@ var LBAnnotations = annotations.NewSet([]string{annPrefix},
 		}
 		return nil
 	}),
-	annotations.String(AnnHealthCheckPath, "an absolute path", "/healthz", "Health check path for HTTP and HTTPS checks.", func(s string) error {
+	annotations.String(AnnHealthCheckPath, "an absolute path", "/, or /healthz with externalTrafficPolicy Local", "Health check path for HTTP and HTTPS checks.", func(s string) error {
 		if !strings.HasPrefix(s, "/") {
 			return fmt.Errorf("not absolute")
 		}
 		return nil
 	}),
-	annotations.Int(AnnHealthCheckInterval, 5, 300, "10", "Seconds between health checks."),
-	annotations.Int(AnnHealthCheckTimeout, 2, 120, "6", "Seconds to wait for a health check."),
-	annotations.Int(AnnHealthyThreshold, 2, 10, "2", "Passed checks before a node is healthy."),
-	annotations.Int(AnnUnhealthyThreshold, 2, 10, "2", "Failed checks before a node is unhealthy."),
+	annotations.Int(AnnHealthCheckInterval, 5, 300, "30, or 10 with externalTrafficPolicy Local", "Seconds between health checks."),
+	annotations.Int(AnnHealthCheckTimeout, 2, 120, "10, or 6 for HTTP checks", "Seconds to wait for a health check."),
+	annotations.Int(AnnHealthyThreshold, 2, 10, "3, or 2 with externalTrafficPolicy Local", "Passed checks before a node is healthy."),
+	annotations.Int(AnnUnhealthyThreshold, 2, 10, "3, or 2 with externalTrafficPolicy Local", "Failed checks before a node is unhealthy."),
 	annotations.Enum(AnnProxyProtocol, []string{"*"}, "", "* turns on PROXY protocol v2 on every target group."),
 	annotations.List(AnnSSLCert, "comma-separated ACM or IAM certificate ARNs", "Certificates for TLS listeners; the first is the default.", func(s string) error {
 		if !certARNRE.MatchString(s) {
@@ -144,13 +146,16 @@ var LBAnnotations = annotations.NewSet([]string{annPrefix},
 type nlbSpec struct {
 	name        string
 	service     string // namespace/name
+	sgName      string
+	legacySG    string // polyccm's earlier name for the security group
 	internal    bool
 	dualstack   bool
 	subnetsAnn  []string // from the annotation; empty: discover
 	eips        []string
 	privateIPs  []string
 	crossZone   bool
-	tags        map[string]string
+	tags        map[string]string // of the NLB and target groups
+	sgTags      map[string]string // of the security group
 	listeners   []listenerSpec
 	sources     []string // CIDRs allowed in, for the security group
 	nodeLabels  map[string]string
@@ -169,6 +174,7 @@ type listenerSpec struct {
 
 type tgSpec struct {
 	name     string
+	legacy   string // polyccm's earlier name for it (legacyTGName)
 	protocol elbtypes.ProtocolEnum
 	port     int32 // the node port
 }
@@ -193,23 +199,51 @@ func lbName(svc *v1.Service) string {
 	return name
 }
 
-// tgName is unique per Service, port and everything a target group cannot
-// change in place, so such a change makes a new target group.
-func tgName(svc *v1.Service, port int32, proto elbtypes.ProtocolEnum, nodePort int32) string {
+// tgName is the AWS CCM's name for a target group (buildTargetGroupName
+// in pkg/providers/v1/aws_loadbalancer.go): a SHA-1 over the cluster, the
+// Service, the ports and everything a target group cannot change in
+// place, so such a change makes a new one, and an NLB the AWS CCM made is
+// found with its own groups.
+func tgName(cluster string, svc *v1.Service, port int32, proto elbtypes.ProtocolEnum, nodePort int32, hc healthCheckSpec) string {
+	h := sha1.New()
+	for _, s := range []string{cluster, svc.Namespace, svc.Name, strconv.Itoa(int(port)), strconv.Itoa(int(nodePort)),
+		string(proto), string(elbtypes.TargetTypeEnumInstance), string(hc.protocol), strconv.Itoa(int(hc.interval))} {
+		h.Write([]byte(s))
+	}
+	return awsName(svc, hex.EncodeToString(h.Sum(nil)))
+}
+
+// awsName is the shape of the AWS CCM's target group and NLB security
+// group names: k8s-<namespace>-<name>-<hash>, namespace and name without
+// their non-alphanumerics and cut to 8 characters, the hash to 10.
+func awsName(svc *v1.Service, hash string) string {
+	return fmt.Sprintf("k8s-%.8s-%.8s-%.10s", nonAlnum.ReplaceAllString(svc.Namespace, ""), nonAlnum.ReplaceAllString(svc.Name, ""), hash)
+}
+
+var nonAlnum = regexp.MustCompile(`[^A-Za-z0-9]`)
+
+// legacyTGName is what polyccm named target groups before it took the
+// AWS CCM's names; such a group on the Service's NLB is kept (observe).
+func legacyTGName(svc *v1.Service, port int32, proto elbtypes.ProtocolEnum, nodePort int32) string {
 	h := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%s/%d", svc.UID, port, proto, nodePort)))
-	short := func(s string, n int) string {
+	return legacyPrefix(svc) + hex.EncodeToString(h[:])[:10]
+}
+
+// legacyPrefix starts every legacy target group name of svc.
+func legacyPrefix(svc *v1.Service) string {
+	short := func(s string) string {
 		s = strings.Map(func(r rune) rune {
 			if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
 				return r
 			}
 			return '-'
 		}, strings.ToLower(s))
-		if len(s) > n {
-			s = s[:n]
+		if len(s) > 8 {
+			s = s[:8]
 		}
 		return strings.Trim(s, "-")
 	}
-	return fmt.Sprintf("k8s-%s-%s-%s", short(svc.Namespace, 8), short(svc.Name, 8), hex.EncodeToString(h[:])[:10])
+	return fmt.Sprintf("k8s-%s-%s-", short(svc.Namespace), short(svc.Name))
 }
 
 // desiredNLB computes the NLB for svc; problems go into a.
@@ -217,6 +251,8 @@ func desiredNLB(svc *v1.Service, a *annotations.Values, cluster string) *nlbSpec
 	s := &nlbSpec{
 		name:       lbName(svc),
 		service:    svc.Namespace + "/" + svc.Name,
+		sgName:     sgName(cluster, svc),
+		legacySG:   legacySGName(svc),
 		subnetsAnn: a.List(AnnSubnets),
 		eips:       a.List(AnnEIPAllocations),
 		privateIPs: a.List(AnnPrivateIPv4Addresses),
@@ -260,38 +296,49 @@ func desiredNLB(svc *v1.Service, a *annotations.Values, cluster string) *nlbSpec
 		s.tgAttrs["proxy_protocol_v2.enabled"] = "true"
 	}
 
-	s.tags = map[string]string{}
+	// The AWS CCM's tags: the security group's do not name the Service.
+	s.sgTags = map[string]string{}
 	for k, v := range a.Map(AnnAdditionalResourceTags) {
-		s.tags[k] = v
+		s.sgTags[k] = v
 	}
-	s.tags[TagClusterPrefix+cluster] = TagOwned
+	s.sgTags[TagClusterPrefix+cluster] = TagOwned
+	s.tags = maps.Clone(s.sgTags)
 	s.tags[TagServiceName] = s.service
 
 	s.healthCheck = nlbHealthCheck(svc, a)
-	s.listeners = nlbListeners(svc, a)
+	s.listeners = nlbListeners(svc, a, cluster, s.healthCheck)
 	s.sources = sourceRanges(svc, a, s.dualstack)
 	return s
 }
 
+// nlbHealthCheck has the AWS CCM's defaults (buildNLBHealthCheckConfiguration
+// in pkg/providers/v1/aws.go), which also go into target group names:
+// TCP to the traffic port every 30s for externalTrafficPolicy Cluster;
+// HTTP /healthz on the healthCheckNodePort every 10s for Local.
 func nlbHealthCheck(svc *v1.Service, a *annotations.Values) healthCheckSpec {
-	hc := healthCheckSpec{
-		protocol:  elbtypes.ProtocolEnumHttp,
-		port:      strconv.Itoa(kubeProxyHealthPort),
-		path:      kubeProxyHealthPath,
-		interval:  int32(a.Int(AnnHealthCheckInterval, 10)),
-		timeout:   int32(a.Int(AnnHealthCheckTimeout, 6)),
-		healthy:   int32(a.Int(AnnHealthyThreshold, 2)),
-		unhealthy: int32(a.Int(AnnUnhealthyThreshold, 2)),
-	}
-	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort != 0 {
-		hc.port = strconv.Itoa(int(svc.Spec.HealthCheckNodePort))
+	hc := healthCheckSpec{protocol: elbtypes.ProtocolEnumTcp, port: trafficPort, path: "/", interval: 30, healthy: 3, unhealthy: 3}
+	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal {
+		hc = healthCheckSpec{protocol: elbtypes.ProtocolEnumHttp, port: trafficPort, path: localHealthPath, interval: 10, healthy: 2, unhealthy: 2}
+		if svc.Spec.HealthCheckNodePort != 0 {
+			hc.port = strconv.Itoa(int(svc.Spec.HealthCheckNodePort))
+		}
 	}
 	if a.Has(AnnHealthCheckProtocol) {
-		hc.protocol = elbtypes.ProtocolEnum(a.String(AnnHealthCheckProtocol, "HTTP"))
+		hc.protocol = elbtypes.ProtocolEnum(strings.ToUpper(a.String(AnnHealthCheckProtocol, "")))
 	}
 	if a.Has(AnnHealthCheckPort) {
 		hc.port = a.String(AnnHealthCheckPort, "")
 	}
+	hc.interval = int32(a.Int(AnnHealthCheckInterval, int(hc.interval)))
+	hc.healthy = int32(a.Int(AnnHealthyThreshold, int(hc.healthy)))
+	hc.unhealthy = int32(a.Int(AnnUnhealthyThreshold, int(hc.unhealthy)))
+	// The AWS CCM sends no timeout: its groups get AWS's default, 6s for
+	// HTTP checks and 10s for the others.
+	hc.timeout = 10
+	if hc.protocol == elbtypes.ProtocolEnumHttp {
+		hc.timeout = 6
+	}
+	hc.timeout = int32(a.Int(AnnHealthCheckTimeout, int(hc.timeout)))
 	if hc.protocol == elbtypes.ProtocolEnumTcp {
 		hc.path = ""
 		if a.Has(AnnHealthCheckPath) {
@@ -312,7 +359,7 @@ func nlbHealthCheck(svc *v1.Service, a *annotations.Values) healthCheckSpec {
 	return hc
 }
 
-func nlbListeners(svc *v1.Service, a *annotations.Values) []listenerSpec {
+func nlbListeners(svc *v1.Service, a *annotations.Values, cluster string, hc healthCheckSpec) []listenerSpec {
 	certs := a.List(AnnSSLCert)
 	sslPorts := map[string]bool{}
 	allSSL := len(certs) > 0 && !a.Has(AnnSSLPorts)
@@ -401,7 +448,7 @@ func nlbListeners(svc *v1.Service, a *annotations.Values) []listenerSpec {
 				tgProto = elbtypes.ProtocolEnumTls
 			}
 		}
-		l.tg = tgSpec{name: tgName(svc, port, tgProto, main.NodePort), protocol: tgProto, port: main.NodePort}
+		l.tg = tgSpec{name: tgName(cluster, svc, port, tgProto, main.NodePort, hc), legacy: legacyTGName(svc, port, tgProto, main.NodePort), protocol: tgProto, port: main.NodePort}
 		out = append(out, l)
 	}
 	return out

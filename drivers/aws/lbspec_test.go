@@ -52,7 +52,7 @@ func TestInvalidAnnotations(t *testing.T) {
 		{name: "healthcheck path with TCP", ann: map[string]string{awsccm.AnnHealthCheckPath: "/ready", awsccm.AnnHealthCheckProtocol: "TCP"}, key: awsccm.AnnHealthCheckPath, frags: []string{"HTTP and HTTPS health checks only"}},
 		{name: "healthcheck interval", ann: map[string]string{awsccm.AnnHealthCheckInterval: "3"}, key: awsccm.AnnHealthCheckInterval, frags: []string{"an integer from 5 to 300"}},
 		{name: "healthcheck timeout", ann: map[string]string{awsccm.AnnHealthCheckTimeout: "1"}, key: awsccm.AnnHealthCheckTimeout, frags: []string{"an integer from 2 to 120"}},
-		{name: "healthcheck timeout not below interval", ann: map[string]string{awsccm.AnnHealthCheckTimeout: "10"}, key: awsccm.AnnHealthCheckTimeout, frags: []string{"less than the interval (10s)"}},
+		{name: "healthcheck timeout not below interval", ann: map[string]string{awsccm.AnnHealthCheckTimeout: "30"}, key: awsccm.AnnHealthCheckTimeout, frags: []string{"less than the interval (30s)"}},
 		{name: "healthy threshold", ann: map[string]string{awsccm.AnnHealthyThreshold: "11"}, key: awsccm.AnnHealthyThreshold, frags: []string{"an integer from 2 to 10"}},
 		{name: "unhealthy threshold", ann: map[string]string{awsccm.AnnUnhealthyThreshold: "1"}, key: awsccm.AnnUnhealthyThreshold, frags: []string{"an integer from 2 to 10"}},
 		{name: "proxy protocol", ann: map[string]string{awsccm.AnnProxyProtocol: "true"}, key: awsccm.AnnProxyProtocol, frags: []string{`want *`}},
@@ -250,7 +250,9 @@ func listenerSummary(e *env, lb fakeaws.LoadBalancer) map[int32]string {
 }
 
 func TestValidAnnotations(t *testing.T) {
-	defaultHC := fakeaws.HealthCheck{Enabled: true, Protocol: "HTTP", Port: "10256", Path: "/healthz", IntervalSeconds: 10, TimeoutSeconds: 6, HealthyThreshold: 2, UnhealthyThreshold: 2}
+	// The AWS CCM's defaults (buildNLBHealthCheckConfiguration; see
+	// names_test.go), with AWS's default timeout, which it does not set.
+	defaultHC := fakeaws.HealthCheck{Enabled: true, Protocol: "TCP", Port: "traffic-port", IntervalSeconds: 30, TimeoutSeconds: 10, HealthyThreshold: 3, UnhealthyThreshold: 3}
 	publicSubnets := func(t *testing.T, e *env, lb fakeaws.LoadBalancer) {
 		t.Helper()
 		if got, want := sortedSubnets(lb), sorted(e.public[zoneA].ID, e.public[zoneB].ID); !slices.Equal(got, want) {
@@ -330,9 +332,9 @@ func TestValidAnnotations(t *testing.T) {
 			awsccm.AnnHealthCheckInterval: "30", awsccm.AnnHealthCheckTimeout: "5", awsccm.AnnHealthyThreshold: "3", awsccm.AnnUnhealthyThreshold: "4",
 		}, check: wantHealthCheck(fakeaws.HealthCheck{Enabled: true, Protocol: "HTTP", Port: "8080", Path: "/ready", IntervalSeconds: 30, TimeoutSeconds: 5, HealthyThreshold: 3, UnhealthyThreshold: 4})},
 		{name: "healthcheck HTTPS", ann: map[string]string{awsccm.AnnHealthCheckProtocol: "HTTPS"},
-			check: wantHealthCheck(fakeaws.HealthCheck{Enabled: true, Protocol: "HTTPS", Port: "10256", Path: "/healthz", IntervalSeconds: 10, TimeoutSeconds: 6, HealthyThreshold: 2, UnhealthyThreshold: 2})},
+			check: wantHealthCheck(fakeaws.HealthCheck{Enabled: true, Protocol: "HTTPS", Port: "traffic-port", Path: "/", IntervalSeconds: 30, TimeoutSeconds: 10, HealthyThreshold: 3, UnhealthyThreshold: 3})},
 		{name: "healthcheck TCP on the traffic port", ann: map[string]string{awsccm.AnnHealthCheckProtocol: "TCP", awsccm.AnnHealthCheckPort: "traffic-port"},
-			check: wantHealthCheck(fakeaws.HealthCheck{Enabled: true, Protocol: "TCP", Port: "traffic-port", IntervalSeconds: 10, TimeoutSeconds: 6, HealthyThreshold: 2, UnhealthyThreshold: 2})},
+			check: wantHealthCheck(fakeaws.HealthCheck{Enabled: true, Protocol: "TCP", Port: "traffic-port", IntervalSeconds: 30, TimeoutSeconds: 10, HealthyThreshold: 3, UnhealthyThreshold: 3})},
 		{name: "externalTrafficPolicy Local", tweak: func(s *v1.Service) {
 			s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
 			s.Spec.HealthCheckNodePort = 32123

@@ -80,9 +80,9 @@ func (l *loadBalancers) leftovers(ctx context.Context, cl *clients, svc *v1.Serv
 	if err != nil {
 		return false, err
 	}
-	sg, err := l.findSecurityGroup(ctx, cl, vpc, sgName(spec))
-	if err != nil || sg != nil {
-		return sg != nil, err
+	sgs, err := l.serviceSecurityGroups(ctx, cl, vpc, svc)
+	if err != nil || len(sgs) > 0 {
+		return len(sgs) > 0, err
 	}
 	tgs, err := l.serviceTargetGroups(ctx, cl, svc, spec)
 	return len(tgs) > 0, err

@@ -284,13 +284,16 @@ func TestTargetNodes(t *testing.T) {
 }
 
 // additional-resource-tags go on the NLB, its target groups and its
-// security group, next to the ownership tags.
+// security group, next to the ownership tags; as the AWS CCM's, the
+// security group's do not name the Service.
 func TestAdditionalResourceTags(t *testing.T) {
 	e := newEnv(t)
 	nodes, _ := e.nodes(1)
 	ann := map[string]string{awsccm.AnnAdditionalResourceTags: "team=shop, cost-center=42,env="}
 	e.ensure(service(ann, tcp("http", 80, 30080), tcp("https", 443, 30443)), nodes)
+	// From the AWS CCM's buildTags (see names_test.go).
 	want := map[string]string{clusterTag: "owned", awsccm.TagServiceName: "shop/web", "team": "shop", "cost-center": "42", "env": ""}
+	wantSG := map[string]string{clusterTag: "owned", "team": "shop", "cost-center": "42", "env": ""}
 	lb := e.nlb()
 	if !reflect.DeepEqual(lb.Tags, want) {
 		t.Errorf("NLB tags %v, want %v", lb.Tags, want)
@@ -300,8 +303,8 @@ func TestAdditionalResourceTags(t *testing.T) {
 			t.Errorf("listener %d target group tags %v, want %v", port, tg.Tags, want)
 		}
 	}
-	if sg := e.securityGroup(lb); !reflect.DeepEqual(sg.Tags, want) {
-		t.Errorf("security group tags %v, want %v", sg.Tags, want)
+	if sg := e.securityGroup(lb); !reflect.DeepEqual(sg.Tags, wantSG) {
+		t.Errorf("security group tags %v, want %v", sg.Tags, wantSG)
 	}
 	// A tag added later reaches the NLB.
 	ann[awsccm.AnnAdditionalResourceTags] += ",owner=web-team"
@@ -311,26 +314,34 @@ func TestAdditionalResourceTags(t *testing.T) {
 	}
 }
 
-// Health check settings change on the existing target groups.
+// Health check settings that are not in target group names change on
+// the existing target groups; the protocol and interval, which are,
+// make new ones, as the AWS CCM does.
 func TestHealthCheckChangesInPlace(t *testing.T) {
 	e := newEnv(t)
 	nodes, _ := e.nodes(1)
 	e.ensure(service(nil), nodes)
 	lb := e.nlb()
 	tg := e.targetGroup(e.listeners(lb.ARN)[80])
-	svc := service(map[string]string{awsccm.AnnHealthCheckInterval: "30", awsccm.AnnHealthCheckTimeout: "10", awsccm.AnnUnhealthyThreshold: "5"})
-	svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
-	svc.Spec.HealthCheckNodePort = 31999
+	svc := service(map[string]string{awsccm.AnnHealthCheckPort: "31999", awsccm.AnnHealthCheckTimeout: "7", awsccm.AnnUnhealthyThreshold: "5"})
 	e.ensure(svc, nodes)
 	got := e.targetGroup(e.listeners(lb.ARN)[80])
 	if got.ARN != tg.ARN {
 		t.Error("the target group was replaced for a health check change")
 	}
-	want := fakeaws.HealthCheck{Enabled: true, Protocol: "HTTP", Port: "31999", Path: "/healthz", IntervalSeconds: 30, TimeoutSeconds: 10, HealthyThreshold: 2, UnhealthyThreshold: 5}
+	want := fakeaws.HealthCheck{Enabled: true, Protocol: "TCP", Port: "31999", IntervalSeconds: 30, TimeoutSeconds: 7, HealthyThreshold: 3, UnhealthyThreshold: 5}
 	got.HealthCheck.Matcher = ""
 	if got.HealthCheck != want {
 		t.Errorf("health check\n got %+v\nwant %+v", got.HealthCheck, want)
 	}
+
+	svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+	svc.Spec.HealthCheckNodePort = 31999
+	e.ensure(svc, nodes)
+	if got := e.targetGroup(e.listeners(lb.ARN)[80]); got.ARN == tg.ARN || got.HealthCheck.Protocol != "HTTP" || got.HealthCheck.IntervalSeconds != 10 {
+		t.Errorf("after externalTrafficPolicy Local: %s, health check %+v; want a new target group checking HTTP every 10s", got.Name, got.HealthCheck)
+	}
+	e.wantLive(map[string]int{"loadBalancers": 1, "targetGroups": 1, "listeners": 1, "securityGroups": 1})
 }
 
 // foreignNLB makes an NLB with the Service's name that this cluster did

@@ -3,6 +3,7 @@ package aws
 import (
 	"cmp"
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -79,12 +80,12 @@ func (l *loadBalancers) observe(ctx context.Context, cl *clients, svc *v1.Servic
 		obs.noSG = len(lb.SecurityGroups) == 0
 	}
 	if !obs.noSG {
-		sg, err := l.findSecurityGroup(ctx, cl, vpc, sgName(spec))
+		sg, err := l.securityGroupOf(ctx, cl, vpc, spec, lb)
 		if err != nil {
 			return nil, err
 		}
 		if sg != nil {
-			v, err := l.own.Check(ctx, svc, l.resource(kindSG, aws.ToString(sg.GroupId), sgName(spec), ec2TagMap(sg.Tags)))
+			v, err := l.own.Check(ctx, svc, l.resource(kindSG, aws.ToString(sg.GroupId), aws.ToString(sg.GroupName), ec2TagMap(sg.Tags)))
 			if err != nil {
 				return nil, err
 			}
@@ -109,12 +110,15 @@ func (l *loadBalancers) observe(ctx context.Context, cl *clients, svc *v1.Servic
 			return nil, err
 		}
 		if tg == nil {
+			tg = legacyTargetGroup(obs.attached, ls.tg)
+		}
+		if tg == nil {
 			continue
 		}
 		arn := aws.ToString(tg.TargetGroupArn)
 		o := &observedTG{tg: *tg}
 		var v loadbalancers.Verdict
-		if o.tags, v, err = l.checkOwned(ctx, cl, svc, kindTG, arn, ls.tg.name); err != nil {
+		if o.tags, v, err = l.checkOwned(ctx, cl, svc, kindTG, arn, aws.ToString(tg.TargetGroupName)); err != nil {
 			return nil, err
 		}
 		o.adopted = v == loadbalancers.Adopted
@@ -129,6 +133,39 @@ func (l *loadBalancers) observe(ctx context.Context, cl *clients, svc *v1.Servic
 		obs.tgs[ls.tg.name] = o
 	}
 	return obs, nil
+}
+
+// Transition from polyccm's earlier names. A cluster that ran an earlier
+// polyccm has NLBs whose security group is named legacySGName and whose
+// target groups are named legacyTGName. Such a group is kept where the
+// Service's own NLB uses it (the NLB passed the ownership rule, and the
+// group is held to it too), rather than replaced by one with the AWS
+// CCM's name: replacing them would interrupt traffic for nothing. Groups
+// made from now on get the AWS CCM's names.
+
+// securityGroupOf is the Service's security group: the one with the AWS
+// CCM's name, else a legacy-named one the NLB has; nil if neither.
+func (l *loadBalancers) securityGroupOf(ctx context.Context, cl *clients, vpc string, spec *nlbSpec, lb *elbtypes.LoadBalancer) (*ec2types.SecurityGroup, error) {
+	sg, err := l.findSecurityGroup(ctx, cl, vpc, spec.sgName)
+	if sg != nil || err != nil || lb == nil {
+		return sg, err
+	}
+	sg, err = l.findSecurityGroup(ctx, cl, vpc, spec.legacySG)
+	if sg == nil || err != nil || !slices.Contains(lb.SecurityGroups, aws.ToString(sg.GroupId)) {
+		return nil, err
+	}
+	return sg, nil
+}
+
+// legacyTargetGroup is the target group with tg's legacy name among those
+// the NLB uses, or nil.
+func legacyTargetGroup(attached []elbtypes.TargetGroup, tg tgSpec) *elbtypes.TargetGroup {
+	for i := range attached {
+		if aws.ToString(attached[i].TargetGroupName) == tg.legacy {
+			return &attached[i]
+		}
+	}
+	return nil
 }
 
 func (l *loadBalancers) lbAttributes(ctx context.Context, cl *clients, arn string) (map[string]string, error) {

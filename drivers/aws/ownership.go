@@ -54,7 +54,7 @@ func (l *loadBalancers) resource(kind, id, name string, tags map[string]string) 
 	r := loadbalancers.Resource{
 		Kind: kind, ID: id, Name: name, Marks: true,
 		Service: tags[TagServiceName],
-		UIDMark: loadbalancers.UIDMark(strings.TrimPrefix(name, sgPrefix)),
+		UIDMark: loadbalancers.UIDMark(strings.TrimPrefix(name, legacySGPrefix)),
 	}
 	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		c, ok := strings.CutPrefix(k, TagClusterPrefix)
@@ -64,6 +64,16 @@ func (l *loadBalancers) resource(kind, id, name string, tags map[string]string) 
 			r.OurCluster = true
 		case c == l.c.cluster:
 			r.Shared = true
+		case r.OtherCluster == "":
+			r.OtherCluster = c
+		}
+	}
+	// The legacy tag names its cluster in its value and means owned, as
+	// the AWS CCM reads it (hasClusterTagOwned).
+	if c, ok := tags[TagClusterLegacy]; ok {
+		switch {
+		case c == l.c.cluster:
+			r.OurCluster = true
 		case r.OtherCluster == "":
 			r.OtherCluster = c
 		}

@@ -66,7 +66,7 @@ func planSecurityGroup(p *loadbalancers.Plan, spec *nlbSpec, obs *observed, ap *
 	}
 	want := wantedIngress(spec)
 	if obs.sg == nil {
-		p.Add(change{Action: loadbalancers.Create, Kind: kindSG, Name: sgName(spec),
+		p.Add(change{Action: loadbalancers.Create, Kind: kindSG, Name: spec.sgName,
 			Fields: []field{{Name: "Ingress", From: "none", To: showIngress(want)}},
 			Apply:  ap.run(func(ctx context.Context, a *applier) error { return a.createSecurityGroup(ctx) })})
 		return
@@ -76,7 +76,7 @@ func planSecurityGroup(p *loadbalancers.Plan, spec *nlbSpec, obs *observed, ap *
 	var fields []field
 	if obs.sgAdopted {
 		// Adopted: it gets the Service's tags, all of them, as when made.
-		if _, f := tagChange(ec2TagMap(obs.sg.Tags), spec.tags); f != nil {
+		if _, f := tagChange(ec2TagMap(obs.sg.Tags), spec.sgTags); f != nil {
 			fields = append(fields, *f)
 		}
 	}
@@ -119,7 +119,7 @@ func planLoadBalancer(p *loadbalancers.Plan, spec *nlbSpec, subnets []subnet, ob
 	}
 	if !obs.noSG && (obs.sg == nil || !slices.Contains(lb.SecurityGroups, aws.ToString(obs.sg.GroupId))) {
 		u.sg = true
-		to := sgName(spec) // made by this plan: its ID is not known yet
+		to := spec.sgName // made by this plan: its ID is not known yet
 		if obs.sg != nil {
 			to = aws.ToString(obs.sg.GroupId)
 		}
@@ -180,7 +180,7 @@ func planTargetGroups(p *loadbalancers.Plan, spec *nlbSpec, targets []string, ob
 		if len(u.register)+len(u.deregister) > 0 {
 			fields = append(fields, field{Name: "Targets", From: showTargets(o.targets, port), To: showTargets(want, port)})
 		}
-		p.Add(change{Action: loadbalancers.Update, Kind: kindTG, Name: ls.tg.name, Fields: fields,
+		p.Add(change{Action: loadbalancers.Update, Kind: kindTG, Name: aws.ToString(o.tg.TargetGroupName), Fields: fields,
 			Apply: ap.run(func(ctx context.Context, a *applier) error { return a.updateTargetGroup(ctx, arn, u) })})
 	}
 	return used
@@ -193,8 +193,8 @@ func planListeners(p *loadbalancers.Plan, spec *nlbSpec, obs *observed, ap *appl
 	for _, tg := range obs.attached {
 		names[aws.ToString(tg.TargetGroupArn)] = aws.ToString(tg.TargetGroupName)
 	}
-	for name, o := range obs.tgs {
-		names[aws.ToString(o.tg.TargetGroupArn)] = name
+	for _, o := range obs.tgs {
+		names[aws.ToString(o.tg.TargetGroupArn)] = aws.ToString(o.tg.TargetGroupName)
 	}
 	left := maps.Clone(obs.listeners)
 	for _, want := range spec.listeners {

@@ -47,10 +47,14 @@ func planSpec(t *testing.T, svc *v1.Service) *nlbSpec {
 
 var planSubnets = []subnet{{id: "subnet-b", zone: "eu-west-1b"}, {id: "subnet-a", zone: "eu-west-1a"}}
 
+// planHC is what of the default health check goes into target group
+// names.
+var planHC = healthCheckSpec{protocol: elbtypes.ProtocolEnumTcp, interval: 30}
+
 // tgNames are the target group names of planService's ports.
 var (
-	tg80  = tgName(planService(), 80, elbtypes.ProtocolEnumTcp, 30080)
-	tg443 = tgName(planService(), 443, elbtypes.ProtocolEnumTcp, 30443)
+	tg80  = tgName("unit", planService(), 80, elbtypes.ProtocolEnumTcp, 30080, planHC)
+	tg443 = tgName("unit", planService(), 443, elbtypes.ProtocolEnumTcp, 30443, planHC)
 )
 
 // convergedTG is a target group as polyccm makes it for planService,
@@ -60,9 +64,9 @@ func convergedTG(name string, port int32, tags map[string]string) *observedTG {
 		tg: elbtypes.TargetGroup{
 			TargetGroupArn: aws.String("arn:tg/" + name), TargetGroupName: aws.String(name),
 			Protocol: elbtypes.ProtocolEnumTcp, Port: aws.Int32(port),
-			HealthCheckProtocol: elbtypes.ProtocolEnumHttp, HealthCheckPort: aws.String("10256"), HealthCheckPath: aws.String("/healthz"),
-			HealthCheckIntervalSeconds: aws.Int32(10), HealthCheckTimeoutSeconds: aws.Int32(6),
-			HealthyThresholdCount: aws.Int32(2), UnhealthyThresholdCount: aws.Int32(2),
+			HealthCheckProtocol: elbtypes.ProtocolEnumTcp, HealthCheckPort: aws.String("traffic-port"),
+			HealthCheckIntervalSeconds: aws.Int32(30), HealthCheckTimeoutSeconds: aws.Int32(10),
+			HealthyThresholdCount: aws.Int32(3), UnhealthyThresholdCount: aws.Int32(3),
 		},
 		tags:    tags,
 		targets: map[target]bool{{"i-1", port}: true, {"i-2", port}: true},
@@ -90,7 +94,7 @@ func converged() *observed {
 		},
 		lbTags:  tags,
 		lbAttrs: map[string]string{crossZoneAttr: "false", "deletion_protection.enabled": "false"},
-		sg: &ec2types.SecurityGroup{GroupId: aws.String("sg-1"), GroupName: aws.String("k8s-elb-" + planLB),
+		sg: &ec2types.SecurityGroup{GroupId: aws.String("sg-1"), GroupName: aws.String(sgName("unit", planService())),
 			IpPermissions: []ec2types.IpPermission{tcpFrom(80, "0.0.0.0/0"), tcpFrom(443, "0.0.0.0/0")}},
 		listeners: map[int32]elbtypes.Listener{
 			80:  {ListenerArn: aws.String("arn:listener/80"), Port: aws.Int32(80), Protocol: elbtypes.ProtocolEnumTcp, DefaultActions: forward("arn:tg/" + tg80)},
@@ -102,9 +106,12 @@ func converged() *observed {
 }
 
 func TestPlan(t *testing.T) {
-	sg := "k8s-elb-" + planLB
-	tg8080 := tgName(planService(), 8080, elbtypes.ProtocolEnumTcp, 30080)
-	tg80new := tgName(planService(), 80, elbtypes.ProtocolEnumTcp, 30081)
+	sg := sgName("unit", planService())
+	tg8080 := tgName("unit", planService(), 8080, elbtypes.ProtocolEnumTcp, 30080, planHC)
+	tg80new := tgName("unit", planService(), 80, elbtypes.ProtocolEnumTcp, 30081, planHC)
+	hc10 := planHC
+	hc10.interval = 10
+	tg80hc10 := tgName("unit", planService(), 80, elbtypes.ProtocolEnumTcp, 30080, hc10)
 	cases := []struct {
 		name    string
 		svc     func(*v1.Service) // what the Service changes
@@ -199,15 +206,32 @@ func TestPlan(t *testing.T) {
 		{
 			name: "health check, cross-zone, tags and subnets change in place",
 			svc: func(s *v1.Service) {
-				s.Annotations = map[string]string{AnnHealthCheckInterval: "30", AnnCrossZone: "true", AnnAdditionalResourceTags: "team=shop", AnnSubnets: "subnet-a"}
+				s.Annotations = map[string]string{AnnHealthyThreshold: "5", AnnCrossZone: "true", AnnAdditionalResourceTags: "team=shop", AnnSubnets: "subnet-a"}
 			},
 			obs: func(o *observed) {
 				o.tgs[tg443].attrs = map[string]string{"deregistration_delay.timeout_seconds": "300"}
 			},
 			want: []string{
 				"update load balancer " + planLB + " (Subnets subnet-a,subnet-b -> subnet-a; Tags none -> team=shop; " + crossZoneAttr + " false -> true)",
-				"update target group " + tg80 + " (HealthCheckIntervalSeconds 10 -> 30)",
-				"update target group " + tg443 + " (HealthCheckIntervalSeconds 10 -> 30)",
+				"update target group " + tg80 + " (HealthyThresholdCount 3 -> 5)",
+				"update target group " + tg443 + " (HealthyThresholdCount 3 -> 5)",
+			},
+		},
+		{
+			// The interval is in the AWS CCM's target group names: a new
+			// one means new target groups, as the AWS CCM makes them.
+			name: "the health check interval changed: new target groups",
+			svc: func(s *v1.Service) {
+				s.Annotations = map[string]string{AnnHealthCheckInterval: "10", AnnHealthCheckTimeout: "6"}
+				s.Spec.Ports = s.Spec.Ports[:1]
+			},
+			want: []string{
+				"update security group sg-1 (Ingress tcp/80/0.0.0.0/0,tcp/443/0.0.0.0/0 -> tcp/80/0.0.0.0/0)",
+				"create target group " + tg80hc10 + " (Protocol none -> TCP; Port none -> 30080; Targets none -> i-1,i-2)",
+				"update listener " + planLB + ":80 (TargetGroup " + tg80 + " -> " + tg80hc10 + ")",
+				"delete listener " + planLB + ":443",
+				"delete target group " + tg80,
+				"delete target group " + tg443,
 			},
 		},
 	}

@@ -3,6 +3,8 @@ package aws
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 	"strings"
 
@@ -10,14 +12,32 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/polyccm/polyccm/core/cloudapi"
 )
 
-// sgPrefix starts the name of the NLB's security group.
-const sgPrefix = "k8s-elb-"
+// legacySGPrefix + the NLB name is what polyccm named the NLB's security
+// group before it took the AWS CCM's name: the AWS CCM's name for a
+// Classic ELB's group, so such a group is used only where it is on the
+// Service's NLB already (observe) or tagged with the Service (delete).
+const legacySGPrefix = "k8s-elb-"
 
-func sgName(spec *nlbSpec) string { return sgPrefix + spec.name }
+// sgDescription is the AWS CCM's description of an NLB's security group.
+const sgDescription = "[k8s] Managed SecurityGroup for LoadBalancer"
+
+// sgName is the AWS CCM's name for an NLB's security group
+// (GetSecurityGroupNameForNLB in pkg/providers/v1/aws.go): a SHA-256 over
+// the cluster name and the Service's name, namespace and UID.
+func sgName(cluster string, svc *v1.Service) string {
+	h := sha256.New()
+	for _, s := range []string{cluster, svc.Name, svc.Namespace, string(svc.UID)} {
+		h.Write([]byte(s))
+	}
+	return awsName(svc, hex.EncodeToString(h.Sum(nil)))
+}
+
+func legacySGName(svc *v1.Service) string { return legacySGPrefix + lbName(svc) }
 
 func (l *loadBalancers) findSecurityGroup(ctx context.Context, cl *clients, vpc, name string) (*ec2types.SecurityGroup, error) {
 	out, err := cloudapi.Call(ctx, l.c.api, "ec2.DescribeSecurityGroups", func(ctx context.Context) (*ec2.DescribeSecurityGroupsOutput, error) {

@@ -3,6 +3,7 @@ package aws
 import (
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
 
@@ -11,6 +12,9 @@ const (
 	// TagClusterPrefix + clusterName marks resources of a cluster; the
 	// value says whether the cluster owns the resource or shares it.
 	TagClusterPrefix = "kubernetes.io/cluster/"
+	// TagClusterLegacy = clusterName is the older form of the cluster
+	// tag, which the AWS CCM still reads as owned (tags.go there).
+	TagClusterLegacy = "KubernetesCluster"
 	TagOwned         = "owned"
 	TagShared        = "shared"
 	// TagServiceName names the Service a load balancer belongs to.
@@ -22,10 +26,12 @@ const (
 
 func (c *Cloud) clusterTag() string { return TagClusterPrefix + c.cluster }
 
-// ec2Tagged reports whether tags carry this cluster's tag (owned or shared).
+// ec2Tagged reports whether tags carry this cluster's tag (owned or
+// shared, or the legacy tag), as the AWS CCM's hasClusterTag.
 func (c *Cloud) ec2Tagged(tags []ec2types.Tag) bool {
 	for _, t := range tags {
-		if t.Key != nil && *t.Key == c.clusterTag() {
+		k, v := aws.ToString(t.Key), aws.ToString(t.Value)
+		if k == c.clusterTag() || (k == TagClusterLegacy && v == c.cluster) {
 			return true
 		}
 	}

@@ -113,11 +113,14 @@ func (l *loadBalancers) deleteServiceTargetGroups(ctx context.Context, cl *clien
 	return nil
 }
 
-// serviceTargetGroups finds the Service's target groups by name prefix,
-// confirmed by their tags (a prefix can be shared by another Service).
+// serviceTargetGroups finds the Service's target groups by name prefix
+// (the AWS CCM's, or polyccm's earlier one: see observe.go), confirmed
+// by their tags (a prefix can be shared by another Service).
 func (l *loadBalancers) serviceTargetGroups(ctx context.Context, cl *clients, svc *v1.Service, spec *nlbSpec) ([]string, error) {
-	prefix := tgName(svc, 0, "", 0)
-	prefix = prefix[:strings.LastIndexByte(prefix, '-')+1]
+	prefixes := []string{awsName(svc, ""), legacyPrefix(svc)}
+	ours := func(name string) bool {
+		return strings.HasPrefix(name, prefixes[0]) || strings.HasPrefix(name, prefixes[1])
+	}
 	in := &elbv2.DescribeTargetGroupsInput{PageSize: aws.Int32(400)}
 	type candidate struct{ arn, name string }
 	var candidates []candidate
@@ -129,7 +132,7 @@ func (l *loadBalancers) serviceTargetGroups(ctx context.Context, cl *clients, sv
 			return nil, err
 		}
 		for _, tg := range out.TargetGroups {
-			if strings.HasPrefix(aws.ToString(tg.TargetGroupName), prefix) {
+			if ours(aws.ToString(tg.TargetGroupName)) {
 				candidates = append(candidates, candidate{aws.ToString(tg.TargetGroupArn), aws.ToString(tg.TargetGroupName)})
 			}
 		}
@@ -146,7 +149,7 @@ func (l *loadBalancers) serviceTargetGroups(ctx context.Context, cl *clients, sv
 		}
 		// Only tags can prove a target group the Service's; another
 		// Service's or cluster's with the same prefix is left alone.
-		if r := l.resource("target group", c.arn, c.name, tags); r.OurCluster && r.Service == spec.service {
+		if r := l.resource(kindTG, c.arn, c.name, tags); r.OurCluster && r.Service == spec.service {
 			owned = append(owned, c.arn)
 		}
 	}

@@ -204,7 +204,7 @@ func (e *awsEnv) owned() map[string]int {
 }
 
 // An NLB Service end to end: listeners and target groups per port on the
-// node ports, kube-proxy's health check, a managed security group with the
+// node ports, the AWS CCM's names and health check, a managed security group with the
 // source ranges, then a restart, port, node and deletion changes, with
 // exactly one NLB ever created.
 func TestAWSNetworkLoadBalancer(t *testing.T) {
@@ -234,7 +234,9 @@ func TestAWSNetworkLoadBalancer(t *testing.T) {
 		t.Fatalf("%d target groups, want 2", len(tgs))
 	}
 	for _, tg := range tgs {
-		if tg.TargetType != "instance" || len(tg.Targets) != 3 || tg.HealthCheck.Port != "10256" || tg.HealthCheck.Path != "/healthz" || tg.HealthCheck.Protocol != "HTTP" {
+		// The AWS CCM's defaults for externalTrafficPolicy Cluster, and its
+		// name shape k8s-<namespace>-<name>-<hash> (drivers/aws/names_test.go).
+		if tg.TargetType != "instance" || len(tg.Targets) != 3 || tg.HealthCheck.Port != "traffic-port" || tg.HealthCheck.Protocol != "TCP" || tg.HealthCheck.IntervalSeconds != 30 || !strings.HasPrefix(tg.Name, "k8s-default-nlb-") {
 			t.Errorf("target group %s: type %s, %d targets, health check %+v", tg.Name, tg.TargetType, len(tg.Targets), tg.HealthCheck)
 		}
 		for _, tr := range tg.Targets {
@@ -247,6 +249,9 @@ func TestAWSNetworkLoadBalancer(t *testing.T) {
 		t.Fatalf("NLB security groups %v, want the one polyccm manages", lb.SecurityGroups)
 	}
 	sgID := lb.SecurityGroups[0]
+	if sg, _ := e.fake.SecurityGroup(sgID); !strings.HasPrefix(sg.Name, "k8s-default-nlb-") || sg.Description != "[k8s] Managed SecurityGroup for LoadBalancer" || sg.Tags[aws.TagServiceName] != "" {
+		t.Errorf("security group %s %q, tags %v; want the AWS CCM's name, description and tags", sg.Name, sg.Description, sg.Tags)
+	}
 	sgSources := func() []string {
 		sg, _ := e.fake.SecurityGroup(sgID)
 		var out []string

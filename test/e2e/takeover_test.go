@@ -24,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/polyccm/polyccm/core/loadbalancers"
 	"github.com/polyccm/polyccm/drivers/aws"
@@ -292,7 +293,10 @@ func TestAWSTakeoverIsRefused(t *testing.T) {
 	t.Cleanup(func() {
 		_ = cp.Admin.CoreV1().Services(thiefNS).Delete(context.Background(), "late", metav1.DeleteOptions{})
 	})
-	name := "a" + strings.ReplaceAll(string(late.UID), "-", "")[:31]
+	// What the AWS CCM of cluster "other" makes for the Service: the NLB
+	// named by cloudprovider.DefaultLoadBalancerName (its
+	// GetLoadBalancerName), tagged by its buildTags with the Service's name.
+	name := cloudprovider.DefaultLoadBalancerName(late)
 	var subnets []string
 	for _, s := range e.subnets {
 		subnets = append(subnets, s.ID)
