@@ -359,7 +359,9 @@ func TestClassicAnnotations(t *testing.T) {
 			}},
 		{name: "proxy protocol", ann: map[string]string{awsccm.AnnProxyProtocol: "*"},
 			check: func(t *testing.T, c *classicWorld, lb fakeaws.ClassicLoadBalancer) {
-				if !slices.ContainsFunc(lb.Policies, func(p fakeaws.ClassicPolicy) bool { return p.Name == "k8s-proxyprotocol-enabled" && p.TypeName == "ProxyProtocolPolicyType" }) {
+				if !slices.ContainsFunc(lb.Policies, func(p fakeaws.ClassicPolicy) bool {
+					return p.Name == "k8s-proxyprotocol-enabled" && p.TypeName == "ProxyProtocolPolicyType"
+				}) {
 					t.Errorf("policies %+v", lb.Policies)
 				}
 				for _, port := range []int32{30080, 30443} {
