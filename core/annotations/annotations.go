@@ -326,6 +326,24 @@ func (v *Values) Map(key string) map[string]string {
 	return m
 }
 
+// Ignore drops an annotation the Service gives but that does not apply to
+// it (a key of another kind of load balancer): its value, valid or not, is
+// neither used nor a problem, and a warning says why. Nothing if absent.
+func (v *Values) Ignore(key, why string) {
+	if _, ok := v.svc.Annotations[key]; !ok {
+		return
+	}
+	delete(v.vals, key)
+	kept := v.problems[:0]
+	for _, p := range v.problems {
+		if p.Key != key {
+			kept = append(kept, p)
+		}
+	}
+	v.problems = kept
+	v.warnings = append(v.warnings, Problem{Key: key, Msg: why + ", ignored"})
+}
+
 // Fail records a problem found by the driver, e.g. two annotations that
 // contradict each other.
 func (v *Values) Fail(key, format string, args ...any) {

@@ -427,3 +427,22 @@ func TestLongValuesAreCutInEvents(t *testing.T) {
 		t.Errorf("Clip gave %d bytes, valid UTF-8 %v", len(long), utf8.ValidString(long))
 	}
 }
+
+// Ignore drops a given key, valid or not, with one warning; an absent key
+// says nothing.
+func TestIgnore(t *testing.T) {
+	s := annotations.NewSet([]string{pfx}, annotations.Int(pfx+"n", 1, 9, "1", "N."), annotations.Bool(pfx+"b", "false", "B."))
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{pfx + "n": "not a number", pfx + "b": "true"}}}
+	v := s.Parse(svc)
+	v.Ignore(pfx+"n", "not for this kind")
+	v.Ignore(pfx+"absent", "never said")
+	if err := v.Err(); err != nil {
+		t.Errorf("Err = %v, want the ignored key's problem gone", err)
+	}
+	if w := v.Warnings(); len(w) != 1 || w[0].Key != pfx+"n" || w[0].Msg != "not for this kind, ignored" {
+		t.Errorf("warnings %+v", w)
+	}
+	if !v.Bool(pfx+"b", false) {
+		t.Error("the other key was lost")
+	}
+}

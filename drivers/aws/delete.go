@@ -24,6 +24,9 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 	if elsewhere(svc) {
 		return cloudprovider.ImplementedElsewhere
 	}
+	if l.isClassic(svc) {
+		return l.deleteClassic(ctx, svc)
+	}
 	spec := &nlbSpec{name: lbName(svc), service: svc.Namespace + "/" + svc.Name}
 	cl, err := l.c.client(ctx)
 	if err != nil {

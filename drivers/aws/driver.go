@@ -1,5 +1,6 @@
-// Package aws is polyccm's AWS driver: EC2 instances for nodes, Network Load
-// Balancers (elasticloadbalancingv2, instance targets) for Services, VPC
+// Package aws is polyccm's AWS driver: EC2 instances for nodes, Classic
+// Load Balancers (elasticloadbalancing) or Network Load Balancers
+// (elasticloadbalancingv2, instance targets) for Services, VPC
 // route tables for pod CIDRs, and EBS volumes' zones for PersistentVolume
 // labels, over aws-sdk-go-v2. It translates between the
 // AWS APIs and polyccm's core contracts; batching, caching, retries and
@@ -20,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
@@ -64,7 +66,22 @@ type Config struct {
 	// operator, as the AWS CCM's setting of that name: polyccm then adds
 	// no rules letting load balancers in.
 	DisableSecurityGroupIngress bool `koanf:"disableSecurityGroupIngress"`
+	// LoadBalancer holds the load balancer settings.
+	LoadBalancer LoadBalancerConfig `koanf:"loadBalancer"`
 }
+
+// LoadBalancerConfig is drivers.aws.loadBalancer.
+type LoadBalancerConfig struct {
+	// DefaultType is what a Service without the aws-load-balancer-type
+	// annotation gets: classic (the AWS CCM's default) or nlb.
+	DefaultType string `koanf:"defaultType"`
+}
+
+// Load balancer types a Service can get.
+const (
+	TypeClassic = "classic"
+	TypeNLB     = "nlb"
+)
 
 // ipFamilies is NodeIPFamilies with the default.
 func (c *Config) ipFamilies() []string {
@@ -77,6 +94,7 @@ func (c *Config) ipFamilies() []string {
 // Endpoints are per-service endpoint overrides.
 type Endpoints struct {
 	EC2   string `koanf:"ec2"`
+	ELB   string `koanf:"elb"` // Classic Load Balancers
 	ELBv2 string `koanf:"elbv2"`
 	STS   string `koanf:"sts"`
 	IMDS  string `koanf:"imds"`
@@ -117,7 +135,10 @@ func (c *Config) Validate() error {
 			add(fmt.Sprintf("nodeIPFamilies[%d]", i), "%s is listed twice", f)
 		}
 	}
-	for key, v := range map[string]string{"endpoints.ec2": c.Endpoints.EC2, "endpoints.elbv2": c.Endpoints.ELBv2, "endpoints.sts": c.Endpoints.STS, "endpoints.imds": c.Endpoints.IMDS} {
+	if t := c.LoadBalancer.DefaultType; t != "" && t != TypeClassic && t != TypeNLB {
+		add("loadBalancer.defaultType", "%q is not a load balancer type; use classic (the AWS CCM's default) or nlb", t)
+	}
+	for key, v := range map[string]string{"endpoints.ec2": c.Endpoints.EC2, "endpoints.elb": c.Endpoints.ELB, "endpoints.elbv2": c.Endpoints.ELBv2, "endpoints.sts": c.Endpoints.STS, "endpoints.imds": c.Endpoints.IMDS} {
 		if v == "" {
 			continue
 		}
@@ -130,8 +151,10 @@ func (c *Config) Validate() error {
 
 func init() {
 	driver.Register(driver.Driver{
-		Name:            Name,
-		NewConfig:       func() any { return &Config{NodeIPFamilies: []string{"ipv4"}} },
+		Name: Name,
+		NewConfig: func() any {
+			return &Config{NodeIPFamilies: []string{"ipv4"}, LoadBalancer: LoadBalancerConfig{DefaultType: TypeClassic}}
+		},
 		New:             New,
 		Capabilities:    []driver.Capability{driver.Instances, driver.LoadBalancers, driver.Routes, driver.Volumes},
 		Classify:        classify,
@@ -164,6 +187,7 @@ type clients struct {
 	region string
 	ec2    *ec2.Client
 	elb    *elbv2.Client
+	clb    *elb.Client // Classic Load Balancers
 }
 
 // New builds the cloud without calling AWS: the region (when not
@@ -250,6 +274,13 @@ func (c *Cloud) client(ctx context.Context) (*clients, error) {
 		o.Retryer = aws.NopRetryer{}
 		if c.cfg.Endpoints.ELBv2 != "" {
 			o.BaseEndpoint = aws.String(c.cfg.Endpoints.ELBv2)
+		}
+	})
+	cl.clb = elb.NewFromConfig(base, func(o *elb.Options) {
+		o.Region = region
+		o.Retryer = aws.NopRetryer{}
+		if c.cfg.Endpoints.ELB != "" {
+			o.BaseEndpoint = aws.String(c.cfg.Endpoints.ELB)
 		}
 	})
 	c.clients = cl

@@ -16,6 +16,7 @@ import (
 var (
 	notFoundCodes = map[string]bool{
 		"LoadBalancerNotFound": true, "TargetGroupNotFound": true, "ListenerNotFound": true,
+		"PolicyNotFound": true,
 	}
 	authCodes = map[string]bool{
 		"AuthFailure": true, "UnauthorizedOperation": true, "InvalidClientTokenId": true,
@@ -26,7 +27,7 @@ var (
 	existsCodes = map[string]bool{
 		"RouteAlreadyExists": true, "InvalidPermission.Duplicate": true, "InvalidGroup.Duplicate": true,
 		"DuplicateLoadBalancerName": true, "DuplicateTargetGroupName": true, "DuplicateListener": true,
-		"DuplicateTagKeys": true,
+		"DuplicateTagKeys": true, "DuplicatePolicyName": true,
 	}
 	conflictCodes = map[string]bool{
 		"DependencyViolation": true, "ResourceInUse": true, "IncorrectState": true,

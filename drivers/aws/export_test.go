@@ -15,6 +15,16 @@ const (
 	ConsistencyRetry   = consistencyRetry
 )
 
+// ClassicPlanOf is the plan a sync of svc's Classic Load Balancer would
+// apply now.
+func ClassicPlanOf(ctx context.Context, lb cloudprovider.LoadBalancer, svc *v1.Service, nodes []*v1.Node) (*loadbalancers.Plan, error) {
+	s, err := lb.(*loadBalancers).planClassicSync(ctx, svc, nodes)
+	if err != nil {
+		return nil, err
+	}
+	return &s.plan, nil
+}
+
 // PlanOf is the plan a sync of svc would apply now: observed and planned,
 // nothing changed. lb is the driver's own load balancer (not wrapped).
 func PlanOf(ctx context.Context, lb cloudprovider.LoadBalancer, svc *v1.Service, nodes []*v1.Node) (*loadbalancers.Plan, error) {

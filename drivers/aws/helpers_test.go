@@ -147,8 +147,11 @@ func (w *world) config() *awsccm.Config {
 		AccessKeyID:     secret.Secret{File: w.keyFile},
 		SecretAccessKey: secret.Secret{File: w.secretFn},
 		Endpoints: awsccm.Endpoints{
-			EC2: w.fake.EC2URL(), ELBv2: w.fake.ELBv2URL(), STS: w.fake.STSURL(), IMDS: w.fake.IMDSURL(),
+			EC2: w.fake.EC2URL(), ELB: w.fake.ELBURL(), ELBv2: w.fake.ELBv2URL(), STS: w.fake.STSURL(), IMDS: w.fake.IMDSURL(),
 		},
+		// The NLB tests predate Classic Load Balancers and keep their
+		// intent: a Service without a type gets an NLB here.
+		LoadBalancer: awsccm.LoadBalancerConfig{DefaultType: awsccm.TypeNLB},
 	}
 }
 

@@ -64,10 +64,13 @@ var (
 	tagKeyRE     = regexp.MustCompile(`^[\p{L}\p{Z}\p{N}_.:/=+\-@]{1,128}$`)
 )
 
-// LBAnnotations are the annotations the AWS driver supports.
-var LBAnnotations = annotations.NewSet([]string{annPrefix},
-	annotations.Enum(AnnType, []string{"nlb", "external", "nlb-ip"}, "nlb",
-		"nlb: polyccm makes a Network Load Balancer with instance targets. external and nlb-ip are left to the AWS Load Balancer Controller, as the AWS CCM does."),
+// LBAnnotations are the annotations the AWS driver supports, for both
+// kinds of load balancer.
+var LBAnnotations = annotations.NewSet([]string{annPrefix}, slices.Concat(nlbAnnotationSpecs, classicAnnotationSpecs)...)
+
+var nlbAnnotationSpecs = []annotations.Spec{
+	annotations.Enum(AnnType, []string{"classic", "nlb", "external", "nlb-ip"}, "drivers.aws.loadBalancer.defaultType (classic)",
+		"classic: a Classic Load Balancer; nlb: a Network Load Balancer with instance targets. external and nlb-ip are left to the AWS Load Balancer Controller, as the AWS CCM does."),
 	annotations.String(AnnInternal, "true or false", "false", "true makes an internal NLB (scheme internal).", func(s string) error {
 		if _, err := strconv.ParseBool(s); err != nil {
 			if _, _, err := net.ParseCIDR(s); err != nil { // legacy "0.0.0.0/0" means internal
@@ -90,7 +93,7 @@ var LBAnnotations = annotations.NewSet([]string{annPrefix},
 		}
 		return nil
 	}),
-	annotations.Enum(AnnHealthCheckProtocol, []string{"TCP", "HTTP", "HTTPS"}, "TCP, or HTTP with externalTrafficPolicy Local", "Health check protocol."),
+	annotations.Enum(AnnHealthCheckProtocol, []string{"TCP", "HTTP", "HTTPS", "SSL"}, "TCP, or HTTP with externalTrafficPolicy Local", "Health check protocol (SSL: Classic only)."),
 	annotations.String(AnnHealthCheckPort, "traffic-port or a port number", "traffic-port, or healthCheckNodePort with externalTrafficPolicy Local", "Health check port.", func(s string) error {
 		if s == "traffic-port" {
 			return nil
@@ -124,7 +127,7 @@ var LBAnnotations = annotations.NewSet([]string{annPrefix},
 		}
 		return nil
 	}),
-	annotations.Enum(AnnBackendProtocol, []string{"tcp", "ssl", "tls"}, "tcp", "Protocol to the nodes behind TLS listeners: ssl or tls re-encrypts (TLS target groups)."),
+	annotations.Enum(AnnBackendProtocol, []string{"tcp", "ssl", "tls", "http", "https"}, "tcp", "Protocol to the nodes. NLB: ssl or tls re-encrypts behind TLS listeners (TLS target groups). Classic: http makes HTTP listeners (HTTPS with ssl-cert), https HTTPS ones, ssl SSL ones re-encrypting."),
 	annotations.Bool(AnnCrossZone, "false", "Spread traffic across zones."),
 	annotations.Map(AnnTargetNodeLabels, "comma-separated key=value node labels", "Only Nodes with all these labels are targets.", nil),
 	annotations.Map(AnnAdditionalResourceTags, "comma-separated key=value tags", "Extra tags on the NLB, its target groups and security group.", func(k, v string) error {
@@ -140,7 +143,7 @@ var LBAnnotations = annotations.NewSet([]string{annPrefix},
 		return nil
 	}),
 	annotations.Enum(AnnIPAddressType, []string{"ipv4", "dualstack"}, "ipv4", "dualstack gives the NLB IPv6 addresses too."),
-)
+}
 
 // nlbSpec is the NLB a Service asks for.
 type nlbSpec struct {
@@ -329,6 +332,9 @@ func nlbHealthCheck(svc *v1.Service, a *annotations.Values) healthCheckSpec {
 	if a.Has(AnnHealthCheckPort) {
 		hc.port = a.String(AnnHealthCheckPort, "")
 	}
+	if hc.protocol == "SSL" {
+		a.Fail(AnnHealthCheckProtocol, "SSL health checks are for Classic Load Balancers; use TCP, HTTP or HTTPS")
+	}
 	hc.interval = int32(a.Int(AnnHealthCheckInterval, int(hc.interval)))
 	hc.healthy = int32(a.Int(AnnHealthyThreshold, int(hc.healthy)))
 	hc.unhealthy = int32(a.Int(AnnUnhealthyThreshold, int(hc.unhealthy)))
@@ -386,7 +392,8 @@ func nlbListeners(svc *v1.Service, a *annotations.Values, cluster string, hc hea
 			a.Fail(AnnSSLPorts, "%s is not a port number or name of the Service", annotations.Quote(p))
 		}
 	}
-	backendTLS := a.String(AnnBackendProtocol, "tcp") != "tcp"
+	bp := a.String(AnnBackendProtocol, "tcp")
+	backendTLS := bp == "ssl" || bp == "tls" // http and https are Classic's: plain TCP here, as upstream
 	if backendTLS && len(certs) == 0 {
 		a.Fail(AnnBackendProtocol, "ssl/tls to the nodes needs TLS listeners (%s)", AnnSSLCert)
 	}

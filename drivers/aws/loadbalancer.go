@@ -22,10 +22,11 @@ const deletePollInterval = 5 * time.Second
 // consistency (a group just created, not yet readable) is looked at again.
 const consistencyRetry = 2 * time.Second
 
-// loadBalancers implements cloudprovider.LoadBalancer with one Network
-// Load Balancer per Service: a security group for its source ranges, one
-// target group per port with the nodes' instances on the node port, and a
-// listener per port.
+// loadBalancers implements cloudprovider.LoadBalancer with one load
+// balancer per Service. A Network Load Balancer has a security group for
+// its source ranges, one target group per port with the nodes' instances
+// on the node port, and a listener per port; a Classic one (classic*.go)
+// has listeners, its instances and a security group.
 type loadBalancers struct {
 	c   *Cloud
 	own *loadbalancers.Ownership
@@ -51,6 +52,9 @@ func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, svc *v1
 func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 	if elsewhere(svc) {
 		return nil, false, nil
+	}
+	if l.isClassic(svc) {
+		return l.getClassic(ctx, svc)
 	}
 	cl, err := l.c.client(ctx)
 	if err != nil {
@@ -105,6 +109,9 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v
 // applies it. A change that fails stops the rest; the next sync observes
 // what was made and plans only what is left.
 func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	if !elsewhere(svc) && l.wantsClassic(svc) {
+		return l.ensureClassic(ctx, svc, nodes)
+	}
 	s, err := l.planSync(ctx, svc, nodes)
 	if err != nil {
 		return nil, err
@@ -146,6 +153,10 @@ func (l *loadBalancers) planSync(ctx context.Context, svc *v1.Service, nodes []*
 		return nil, cloudprovider.ImplementedElsewhere
 	}
 	a := LBAnnotations.Parse(svc)
+	ignoreOtherType(a, false)
+	if c, ok := hasClassic(svc); ok && c {
+		a.Fail(AnnType, "the Service has a Classic Load Balancer, which cannot become a Network Load Balancer; put the type back, or delete and recreate the Service")
+	}
 	spec := desiredNLB(svc, a, l.c.cluster)
 	// Problems so far stop here; ignored annotations are said once, below,
 	// with what the subnets add.

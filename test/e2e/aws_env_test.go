@@ -54,6 +54,9 @@ func newAWSEnv(t *testing.T, tweak func(*harness.Settings)) *awsEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// These tests predate Classic Load Balancers and mean NLBs; the
+	// Classic test asks for its kind by annotation.
+	block += "\nloadBalancer:\n  defaultType: nlb"
 	s := harness.Settings{Driver: "aws", DriverBlock: block}
 	if tweak != nil {
 		tweak(&s)

@@ -444,3 +444,123 @@ func TestAWSLoadBalancersConvergeUnderThrottling(t *testing.T) {
 	}
 	t.Logf("faults injected: %d", f.Injected())
 }
+
+// A Classic Service end to end through the binary: listeners on the node
+// ports, the nodes registered, the managed group let into the nodes'
+// group; ports change, a node joins and one leaves; deleting the Service
+// leaves nothing, the node rule included.
+func TestAWSClassicLoadBalancer(t *testing.T) {
+	e := newAWSEnv(t, withServices)
+	nodeSG := e.fake.AddSecurityGroup(fakeaws.SecurityGroup{Name: "nodes", Description: "e2e nodes", VPCID: e.vpc.ID,
+		Tags: map[string]string{aws.TagClusterPrefix + "e2e": aws.TagOwned}})
+	var ins []fakeaws.Instance
+	addNode := func(i int) {
+		in := e.fake.AddInstance(fakeaws.Instance{SubnetID: e.subnets[awsZones[i%2]].ID, InstanceType: "m6i.large",
+			PrivateDNSName: e.nodeName(i) + ".ec2.internal", SecurityGroupIDs: []string{nodeSG.ID}})
+		ins = append(ins, in)
+		e.register(in.PrivateDNSName, "")
+		e.waitInitialized([]string{in.PrivateDNSName}, 30*time.Second)
+	}
+	addNode(0)
+	addNode(1)
+	classic := func() (fakeaws.ClassicLoadBalancer, bool) {
+		lbs := e.fake.ClassicLoadBalancers()
+		if len(lbs) != 1 {
+			return fakeaws.ClassicLoadBalancer{}, false
+		}
+		return lbs[0], true
+	}
+	listeners := func(lb fakeaws.ClassicLoadBalancer) []string {
+		var out []string
+		for _, l := range lb.Listeners {
+			out = append(out, fmt.Sprintf("%s:%d->%d", l.Protocol, l.LoadBalancerPort, l.InstancePort))
+		}
+		slices.Sort(out)
+		return out
+	}
+	wantListeners := func(svc *v1.Service) []string {
+		var out []string
+		for _, p := range svc.Spec.Ports {
+			out = append(out, fmt.Sprintf("TCP:%d->%d", p.Port, p.NodePort))
+		}
+		slices.Sort(out)
+		return out
+	}
+	nodeRules := func() []string {
+		sg, _ := e.fake.SecurityGroup(nodeSG.ID)
+		var out []string
+		for _, p := range sg.Ingress {
+			for _, g := range p.Groups {
+				out = append(out, p.Protocol+" from "+g.GroupID)
+			}
+		}
+		return out
+	}
+	instances := func(n ...int) []string {
+		var out []string
+		for _, i := range n {
+			out = append(out, ins[i].ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+
+	createService(t, "clb", map[string]string{aws.AnnType: "classic"}, tcp(80), tcp(443))
+	svc := e.waitIngress("clb", 90*time.Second)
+	lb, ok := classic()
+	if !ok || lb.DNSName != svc.Status.LoadBalancer.Ingress[0].Hostname {
+		t.Fatalf("Classic load balancers %+v for ingress %v", e.fake.ClassicLoadBalancers(), svc.Status.LoadBalancer.Ingress)
+	}
+	if got, want := listeners(lb), wantListeners(svc); !slices.Equal(got, want) {
+		t.Errorf("listeners %v, want %v", got, want)
+	}
+	if lb.Tags[aws.TagClusterPrefix+"e2e"] != aws.TagOwned || lb.Tags[aws.TagServiceName] != "default/clb" || len(lb.SecurityGroups) != 1 {
+		t.Errorf("tags %v groups %v", lb.Tags, lb.SecurityGroups)
+	}
+	lbSG := lb.SecurityGroups[0]
+	eventually(t, 30*time.Second, "instances and node rule", func() (bool, string) {
+		lb, _ := classic()
+		got := slices.Sorted(slices.Values(lb.Instances))
+		return slices.Equal(got, instances(0, 1)) && slices.Equal(nodeRules(), []string{"-1 from " + lbSG}), fmt.Sprintf("instances %v, node rules %v", got, nodeRules())
+	})
+	if e.owned()["loadBalancers"] != 0 {
+		t.Errorf("an NLB was made: %v", e.owned())
+	}
+
+	// Ports change: 443 goes, 8080 comes.
+	patchSvc(t, "clb", map[string]any{"spec": map[string]any{
+		"ports": []any{map[string]any{"name": "p80", "port": 80, "protocol": "TCP"}, map[string]any{"name": "p8080", "port": 8080, "protocol": "TCP"}},
+	}})
+	eventually(t, 60*time.Second, "listeners follow the ports", func() (bool, string) {
+		svc = getSvc(t, "clb")
+		lb, _ := classic()
+		return slices.Equal(listeners(lb), wantListeners(svc)), fmt.Sprintf("listeners %v, want %v", listeners(lb), wantListeners(svc))
+	})
+
+	// A node joins, another leaves.
+	addNode(2)
+	node, _ := e.node(ins[0].PrivateDNSName)
+	node.Labels[v1.LabelNodeExcludeBalancers] = "true"
+	if _, err := cp.Admin.CoreV1().Nodes().Update(context.Background(), node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "instances follow the nodes", func() (bool, string) {
+		lb, _ := classic()
+		got := slices.Sorted(slices.Values(lb.Instances))
+		return slices.Equal(got, instances(1, 2)), fmt.Sprintf("instances %v, want %v", got, instances(1, 2))
+	})
+
+	deleteServiceAndWait(t, "clb", 90*time.Second)
+	if left := e.fake.ClassicLoadBalancers(); len(left) != 0 {
+		t.Errorf("Classic load balancers left: %+v", left)
+	}
+	if left := e.owned(); left["securityGroups"] != 1 { // the nodes' own
+		t.Errorf("resources left after the Service was deleted: %v", left)
+	}
+	if got := nodeRules(); len(got) != 0 {
+		t.Errorf("node group still lets in %v", got)
+	}
+	if st := e.fake.Stats().ClassicLoadBalancers; st.Created != 1 {
+		t.Errorf("%d Classic load balancers created for one Service (%+v)", st.Created, st)
+	}
+}

@@ -66,8 +66,8 @@ func (a *AWSAccount) Config(dir, vpcID string) (string, error) {
 	if err := os.WriteFile(key, []byte(a.SecretKey+"\n"), 0o600); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("region: %s\nvpcID: %s\naccessKeyID: {file: %s}\nsecretAccessKey: {file: %s}\nendpoints:\n  ec2: %s\n  elbv2: %s\n  sts: %s\n  imds: %s",
-		a.Region, vpcID, id, key, a.Fake.EC2URL(), a.Fake.ELBv2URL(), a.Fake.STSURL(), a.Fake.IMDSURL()), nil
+	return fmt.Sprintf("region: %s\nvpcID: %s\naccessKeyID: {file: %s}\nsecretAccessKey: {file: %s}\nendpoints:\n  ec2: %s\n  elb: %s\n  elbv2: %s\n  sts: %s\n  imds: %s",
+		a.Region, vpcID, id, key, a.Fake.EC2URL(), a.Fake.ELBURL(), a.Fake.ELBv2URL(), a.Fake.STSURL(), a.Fake.IMDSURL()), nil
 }
 
 // Env keeps the SDK in polyccm away from this machine's own AWS setup: no
@@ -106,7 +106,7 @@ func newAWS(o Options) (Cloud, error) {
 	return c, nil
 }
 
-func (c *awsCloud) Title() string { return "AWS (EC2 and ELBv2)" }
+func (c *awsCloud) Title() string { return "AWS (EC2, ELB and ELBv2)" }
 
 func (c *awsCloud) ConfigBlock(dir string) (string, error) { return c.Config(dir, c.vpc.ID) }
 
@@ -147,12 +147,24 @@ func (c *awsCloud) Remove(i int) error {
 // the Go side, not through the API.
 func (c *awsCloud) Calls() int { return c.fake.Faults().Total() }
 
-// LBPorts: a Network Load Balancer serves TCP and UDP listeners together.
-func (c *awsCloud) LBPorts() []v1.ServicePort { return TCPUDP() }
+// LBPorts: a Service without a type gets a Classic Load Balancer, as
+// upstream, which serves TCP only.
+func (c *awsCloud) LBPorts() []v1.ServicePort {
+	return []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}, {Name: "https", Protocol: v1.ProtocolTCP, Port: 443}}
+}
 
-// LBID is the ARN of the load balancer with the Service's hostname.
+// classicPrefix marks a Classic Load Balancer's name among LBIDs.
+const classicPrefix = "classic/"
+
+// LBID is the ARN of the NLB with the Service's hostname, or classic/ and
+// the name of the Classic Load Balancer with it.
 func (c *awsCloud) LBID(svc *v1.Service) string {
 	host := svc.Status.LoadBalancer.Ingress[0].Hostname
+	for _, lb := range c.fake.ClassicLoadBalancers() {
+		if lb.DNSName == host {
+			return classicPrefix + lb.Name
+		}
+	}
 	for _, lb := range c.fake.LoadBalancers() {
 		if lb.DNSName == host {
 			return lb.ARN
@@ -162,6 +174,9 @@ func (c *awsCloud) LBID(svc *v1.Service) string {
 }
 
 func (c *awsCloud) DescribeLB(arn string) (string, bool) {
+	if name, ok := strings.CutPrefix(arn, classicPrefix); ok {
+		return c.describeClassic(name)
+	}
 	lb, ok := c.fake.LoadBalancer(arn)
 	if !ok {
 		return "", false
@@ -216,6 +231,9 @@ func (c *awsCloud) LBLeftovers() []string {
 	for _, lb := range c.fake.LoadBalancers() {
 		out = append(out, "load balancer "+lb.Name)
 	}
+	for _, lb := range c.fake.ClassicLoadBalancers() {
+		out = append(out, "classic load balancer "+lb.Name)
+	}
 	for _, l := range c.fake.Listeners() {
 		out = append(out, fmt.Sprintf("listener %s:%d", l.Protocol, l.Port))
 	}
@@ -228,6 +246,26 @@ func (c *awsCloud) LBLeftovers() []string {
 		}
 	}
 	return out
+}
+
+// describeClassic summarises a Classic Load Balancer.
+func (c *awsCloud) describeClassic(name string) (string, bool) {
+	lb, ok := c.fake.ClassicLoadBalancer(name)
+	if !ok {
+		return "", false
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "AWS Classic load balancer %s (%s) in %s, %d instances, health check %s",
+		lb.Name, lb.Scheme, strings.Join(lb.AvailabilityZones, ","), len(lb.Instances), lb.HealthCheck.Target)
+	for _, l := range lb.Listeners {
+		fmt.Fprintf(&b, "\n    listener %s:%d -> %s:%d", l.Protocol, l.LoadBalancerPort, l.InstanceProtocol, l.InstancePort)
+	}
+	for _, id := range lb.SecurityGroups {
+		if sg, ok := c.fake.SecurityGroup(id); ok {
+			fmt.Fprintf(&b, "\n    security group %s (%s) %q", sg.Name, sg.ID, sg.Description)
+		}
+	}
+	return b.String(), true
 }
 
 func (c *awsCloud) Faults() *faults.Injector { return c.fake.Faults() }
