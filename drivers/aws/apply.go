@@ -56,6 +56,9 @@ func (a *applier) run(f func(ctx context.Context, a *applier) error) func(contex
 // ingress the listeners and source ranges need.
 func (a *applier) createSecurityGroup(ctx context.Context) error {
 	l, cl, spec := a.l, a.cl, a.spec
+	// Retried on a server error too: a group's name is unique in its VPC,
+	// so a repeat of a create that did happen answers
+	// InvalidGroup.Duplicate, which finds the group below.
 	_, err := cloudapi.Call(ctx, l.c.api, "ec2.CreateSecurityGroup", func(ctx context.Context) (*ec2.CreateSecurityGroupOutput, error) {
 		return cl.ec2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{
 			GroupName:   aws.String(spec.sgName),
@@ -65,7 +68,7 @@ func (a *applier) createSecurityGroup(ctx context.Context) error {
 				ResourceType: ec2types.ResourceTypeSecurityGroup, Tags: ec2Tags(spec.sgTags),
 			}},
 		})
-	}, cloudapi.NotIdempotent(), cloudapi.Creates())
+	}, cloudapi.Creates())
 	if err != nil && cloudapi.KindOf(err) != cloudapi.KindExists {
 		return err
 	}

@@ -57,12 +57,15 @@ func (a *classicApplier) sgs() []string {
 // then gives it its ingress.
 func (a *classicApplier) createSG(ctx context.Context) error {
 	l, cl, name := a.l, a.cl, classicSGName(a.spec.name)
+	// Retried on a server error too: a group's name is unique in its VPC,
+	// so a repeat of a create that did happen answers
+	// InvalidGroup.Duplicate, which finds the group below.
 	_, err := cloudapi.Call(ctx, l.c.api, "ec2.CreateSecurityGroup", func(ctx context.Context) (*ec2.CreateSecurityGroupOutput, error) {
 		return cl.ec2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{
 			GroupName: aws.String(name), Description: aws.String(classicSGDescription(a.spec.name, a.spec.service)), VpcId: aws.String(a.vpc),
 			TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeSecurityGroup, Tags: ec2Tags(a.spec.tags)}},
 		})
-	}, cloudapi.NotIdempotent(), cloudapi.Creates())
+	}, cloudapi.Creates())
 	if err != nil && cloudapi.KindOf(err) != cloudapi.KindExists {
 		return err
 	}
