@@ -133,7 +133,7 @@ func (a *applier) updateSecurityGroup(ctx context.Context, id string, adopt bool
 // createLB makes the NLB with the plan's security group, then sets its
 // attributes.
 func (a *applier) createLB(ctx context.Context) error {
-	lb, err := a.l.createLB(ctx, a.cl, a.svc, a.spec, a.subnets, a.sgID)
+	lb, err := a.l.createLB(ctx, a.cl, a.svc, a.spec, a.subnets, a.groups())
 	if err != nil {
 		return err
 	}
@@ -143,11 +143,11 @@ func (a *applier) createLB(ctx context.Context) error {
 
 // lbUpdate is what changes on an existing NLB; zero values keep.
 type lbUpdate struct {
-	ipType    bool
-	subnets   []string
-	sg        bool
-	tags      map[string]string
-	crossZone string
+	ipType  bool
+	subnets []string
+	sg      bool
+	tags    map[string]string
+	attrs   map[string]string
 }
 
 func (a *applier) updateLB(ctx context.Context, u lbUpdate) error {
@@ -168,7 +168,7 @@ func (a *applier) updateLB(ctx context.Context, u lbUpdate) error {
 	}
 	if u.sg {
 		if _, err := cloudapi.Call(ctx, l.c.api, "elbv2.SetSecurityGroups", func(ctx context.Context) (*elbv2.SetSecurityGroupsOutput, error) {
-			return cl.elb.SetSecurityGroups(ctx, &elbv2.SetSecurityGroupsInput{LoadBalancerArn: aws.String(arn), SecurityGroups: []string{a.sgID}})
+			return cl.elb.SetSecurityGroups(ctx, &elbv2.SetSecurityGroupsInput{LoadBalancerArn: aws.String(arn), SecurityGroups: a.groups()})
 		}); err != nil {
 			return err
 		}
@@ -176,10 +176,7 @@ func (a *applier) updateLB(ctx context.Context, u lbUpdate) error {
 	if err := l.addTags(ctx, cl, arn, u.tags); err != nil {
 		return err
 	}
-	if u.crossZone != "" {
-		return l.setCrossZone(ctx, cl, arn, u.crossZone)
-	}
-	return nil
+	return l.setAttributes(ctx, cl, arn, u.attrs)
 }
 
 // createTargetGroup makes a target group and converges it as an existing
@@ -311,4 +308,13 @@ func (a *applier) deleteListener(ctx context.Context, arn string) error {
 		return err
 	}
 	return nil
+}
+
+// groups are the NLB's security groups: the Service's own
+// (security-groups), or polyccm's.
+func (a *applier) groups() []string {
+	if len(a.spec.byoSGs) > 0 {
+		return a.spec.byoSGs
+	}
+	return []string{a.sgID}
 }

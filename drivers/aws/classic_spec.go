@@ -54,27 +54,26 @@ var (
 
 // classicAnnotationSpecs are declared with the NLB's in LBAnnotations.
 var classicAnnotationSpecs = []annotations.Spec{
-	annotations.Bool(AnnAccessLogEnabled, "false", "Classic: write access logs to S3 (with access-log-s3-bucket-name)."),
+	annotations.Bool(AnnAccessLogEnabled, "false", "Write access logs to S3 (with access-log-s3-bucket-name); on an NLB, the access_logs.s3.* attributes."),
 	annotations.Enum(AnnAccessLogEmitInterval, []string{"5", "60"}, "60", "Classic: minutes between access log files."),
-	annotations.String(AnnAccessLogS3BucketName, "an S3 bucket name", "", "Classic: the bucket access logs go to.", func(s string) error {
+	annotations.String(AnnAccessLogS3BucketName, "an S3 bucket name", "", "The bucket access logs go to.", func(s string) error {
 		if !bucketRE.MatchString(s) {
 			return fmt.Errorf("not a bucket name")
 		}
 		return nil
 	}),
-	annotations.String(AnnAccessLogS3BucketPrefix, "a key prefix", "", "Classic: the prefix of the access log objects.", nil),
+	annotations.String(AnnAccessLogS3BucketPrefix, "a key prefix", "", "The prefix of the access log objects.", nil),
 	annotations.Bool(AnnConnectionDrainingEnabled, "false", "Classic: let requests to a leaving instance finish."),
 	annotations.Int(AnnConnectionDrainingTimeout, 1, 3600, "300", "Classic: seconds connection draining waits."),
 	annotations.Int(AnnConnectionIdleTimeout, 1, 4000, "60", "Classic: seconds a connection may be idle."),
 	annotations.List(AnnExtraSecurityGroups, "comma-separated security group IDs", "Classic: groups added to the load balancer besides its own.", checkSGIDs),
-	annotations.List(AnnSecurityGroups, "comma-separated security group IDs", "Classic: the load balancer's groups instead of one polyccm makes; the first is let into the nodes.", checkSGIDs),
+	annotations.List(AnnSecurityGroups, "comma-separated security group IDs", "The load balancer's own groups instead of one polyccm makes (polyccm changes none of their rules). Classic: the first is let into the nodes. NLB: only on an NLB made with security groups.", checkSGIDs),
 }
 
 // classicOnly and nlbOnly are the keys one kind uses and the other does
 // not: given on the other kind, each is said once and ignored.
 var (
-	classicOnly = []string{AnnAccessLogEnabled, AnnAccessLogEmitInterval, AnnAccessLogS3BucketName, AnnAccessLogS3BucketPrefix,
-		AnnConnectionDrainingEnabled, AnnConnectionDrainingTimeout, AnnConnectionIdleTimeout, AnnExtraSecurityGroups, AnnSecurityGroups}
+	classicOnly = []string{AnnAccessLogEmitInterval, AnnConnectionDrainingEnabled, AnnConnectionDrainingTimeout, AnnConnectionIdleTimeout, AnnExtraSecurityGroups}
 	nlbOnly = []string{AnnEIPAllocations, AnnPrivateIPv4Addresses, AnnTargetGroupAttributes, AnnIPAddressType}
 )
 

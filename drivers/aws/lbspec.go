@@ -147,16 +147,20 @@ var nlbAnnotationSpecs = []annotations.Spec{
 
 // nlbSpec is the NLB a Service asks for.
 type nlbSpec struct {
-	name        string
-	service     string // namespace/name
-	sgName      string
-	legacySG    string // polyccm's earlier name for the security group
-	internal    bool
-	dualstack   bool
-	subnetsAnn  []string // from the annotation; empty: discover
-	eips        []string
-	privateIPs  []string
-	crossZone   bool
+	name       string
+	service    string // namespace/name
+	sgName     string
+	legacySG   string // polyccm's earlier name for the security group
+	internal   bool
+	dualstack  bool
+	subnetsAnn []string // from the annotation; empty: discover
+	eips       []string
+	privateIPs []string
+	crossZone  bool
+	// lbAttrs are the NLB attributes polyccm manages, as the AWS CCM sets
+	// them: cross-zone load balancing and access logs.
+	lbAttrs     map[string]string
+	byoSGs      []string          // security-groups: the NLB's groups, none made
 	tags        map[string]string // of the NLB and target groups
 	sgTags      map[string]string // of the security group
 	listeners   []listenerSpec
@@ -264,7 +268,9 @@ func desiredNLB(svc *v1.Service, a *annotations.Values, cluster string) *nlbSpec
 		nodeLabels: a.Map(AnnTargetNodeLabels),
 		proxyProto: a.String(AnnProxyProtocol, "") == "*",
 		tgAttrs:    a.Map(AnnTargetGroupAttributes),
+		byoSGs:     a.List(AnnSecurityGroups),
 	}
+	s.lbAttrs = nlbAttributes(a, s.crossZone)
 	if v := a.String(AnnInternal, ""); v != "" {
 		b, err := strconv.ParseBool(v)
 		s.internal = err != nil || b // a CIDR (legacy) means internal
@@ -497,4 +503,30 @@ func targetNodes(nodes []*v1.Node, labels map[string]string) (ids []string, skip
 	ids, skipped = loadbalancers.Collect(matching, instanceID)
 	sort.Strings(ids)
 	return ids, skipped
+}
+
+// NLB attributes, by the names ELBv2 gives them.
+const (
+	crossZoneAttr       = "load_balancing.cross_zone.enabled"
+	accessLogsAttr      = "access_logs.s3.enabled"
+	accessLogsBucket    = "access_logs.s3.bucket"
+	accessLogsPrefixKey = "access_logs.s3.prefix"
+)
+
+// nlbAttributes are the attributes the NLB should have, as the AWS CCM
+// computes them: cross-zone, and access logs on or off; the bucket and
+// prefix only with logs on (ELBv2 refuses an empty bucket, so with logs
+// off they are left as they are).
+func nlbAttributes(a *annotations.Values, crossZone bool) map[string]string {
+	logs := a.Bool(AnnAccessLogEnabled, false)
+	out := map[string]string{crossZoneAttr: strconv.FormatBool(crossZone), accessLogsAttr: strconv.FormatBool(logs)}
+	if logs {
+		bucket := a.String(AnnAccessLogS3BucketName, "")
+		if bucket == "" {
+			a.Fail(AnnAccessLogEnabled, "needs %s", AnnAccessLogS3BucketName)
+		}
+		out[accessLogsBucket] = bucket
+		out[accessLogsPrefixKey] = a.String(AnnAccessLogS3BucketPrefix, "")
+	}
+	return out
 }

@@ -123,6 +123,10 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 		l.c.deps.Recorder.Eventf(svc, v1.EventTypeWarning, "SourceRangesNotEnforced",
 			"load balancer %s was created without security groups, so loadBalancerSourceRanges cannot be enforced on it; restrict the nodes' security groups, or delete and recreate the Service to get an NLB with a managed security group", s.ap.spec.name)
 	}
+	if s.obs.noSG && len(s.ap.spec.byoSGs) > 0 && l.c.deps.Recorder != nil {
+		l.c.deps.Recorder.Eventf(svc, v1.EventTypeWarning, "SecurityGroupsNotApplied",
+			"load balancer %s was created without security groups and AWS cannot give it any, so %s is not applied; delete and recreate the Service to get an NLB with these groups", s.ap.spec.name, AnnSecurityGroups)
+	}
 	s.plan.Log(svc)
 	if !s.plan.Empty() {
 		msg := "Updating load balancer"

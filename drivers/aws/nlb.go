@@ -3,7 +3,8 @@ package aws
 import (
 	"context"
 	"errors"
-	"strconv"
+	"maps"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
@@ -51,13 +52,13 @@ func ipAddressType(spec *nlbSpec) elbtypes.IpAddressType {
 
 // createLB creates the NLB. CreateLoadBalancer is idempotent by name in
 // ELBv2; if a retry meets the NLB a lost answer made, it is found again.
-func (l *loadBalancers) createLB(ctx context.Context, cl *clients, svc *v1.Service, spec *nlbSpec, subnets []subnet, sg string) (*elbtypes.LoadBalancer, error) {
+func (l *loadBalancers) createLB(ctx context.Context, cl *clients, svc *v1.Service, spec *nlbSpec, subnets []subnet, sgs []string) (*elbtypes.LoadBalancer, error) {
 	in := &elbv2.CreateLoadBalancerInput{
 		Name:           aws.String(spec.name),
 		Type:           elbtypes.LoadBalancerTypeEnumNetwork,
 		Scheme:         scheme(spec),
 		IpAddressType:  ipAddressType(spec),
-		SecurityGroups: []string{sg},
+		SecurityGroups: sgs,
 		Tags:           elbTags(spec.tags),
 	}
 	fixed := false
@@ -111,25 +112,28 @@ func (l *loadBalancers) addTags(ctx context.Context, cl *clients, arn string, ta
 	return err
 }
 
-// ensureLBAttributes reads a new NLB's attributes and sets cross-zone
-// load balancing if it is not as the Service asks.
+// ensureLBAttributes reads a new NLB's attributes and sets those not as
+// the Service asks.
 func (l *loadBalancers) ensureLBAttributes(ctx context.Context, cl *clients, arn string, spec *nlbSpec) error {
 	have, err := l.lbAttributes(ctx, cl, arn)
 	if err != nil {
 		return err
 	}
-	if want := strconv.FormatBool(spec.crossZone); have[crossZoneAttr] != want {
-		return l.setCrossZone(ctx, cl, arn, want)
-	}
-	return nil
+	change, _ := attrChanges(spec.lbAttrs, have, nil)
+	return l.setAttributes(ctx, cl, arn, change)
 }
 
-func (l *loadBalancers) setCrossZone(ctx context.Context, cl *clients, arn, value string) error {
+// setAttributes sets the attributes in one call; none is a no-op.
+func (l *loadBalancers) setAttributes(ctx context.Context, cl *clients, arn string, attrs map[string]string) error {
+	if len(attrs) == 0 {
+		return nil
+	}
+	var list []elbtypes.LoadBalancerAttribute
+	for _, k := range slices.Sorted(maps.Keys(attrs)) {
+		list = append(list, elbtypes.LoadBalancerAttribute{Key: aws.String(k), Value: aws.String(attrs[k])})
+	}
 	_, err := cloudapi.Call(ctx, l.c.api, "elbv2.ModifyLoadBalancerAttributes", func(ctx context.Context) (*elbv2.ModifyLoadBalancerAttributesOutput, error) {
-		return cl.elb.ModifyLoadBalancerAttributes(ctx, &elbv2.ModifyLoadBalancerAttributesInput{
-			LoadBalancerArn: aws.String(arn),
-			Attributes:      []elbtypes.LoadBalancerAttribute{{Key: aws.String(crossZoneAttr), Value: aws.String(value)}},
-		})
+		return cl.elb.ModifyLoadBalancerAttributes(ctx, &elbv2.ModifyLoadBalancerAttributesInput{LoadBalancerArn: aws.String(arn), Attributes: list})
 	})
 	return err
 }

@@ -24,9 +24,6 @@ const (
 	kindNodeSG   = "node security group"
 )
 
-// crossZoneAttr is the NLB attribute for cross-zone load balancing.
-const crossZoneAttr = "load_balancing.cross_zone.enabled"
-
 type (
 	change = loadbalancers.Change
 	field  = loadbalancers.Field
@@ -42,6 +39,7 @@ func planNLB(spec *nlbSpec, subnets []subnet, targets []string, obs *observed, a
 	var p loadbalancers.Plan
 	planSecurityGroup(&p, spec, obs, ap)
 	planLoadBalancer(&p, spec, subnets, obs, ap)
+	planDetachedGroup(&p, spec, obs, ap)
 	used := planTargetGroups(&p, spec, targets, obs, ap)
 	planListeners(&p, spec, obs, ap)
 	// Target groups the NLB no longer needs: a port went away, or changed
@@ -61,7 +59,7 @@ func planNLB(spec *nlbSpec, subnets []subnet, targets []string, obs *observed, a
 }
 
 func planSecurityGroup(p *loadbalancers.Plan, spec *nlbSpec, obs *observed, ap *applier) {
-	if obs.noSG {
+	if obs.noSG || len(spec.byoSGs) > 0 {
 		return
 	}
 	want := wantedIngress(spec)
@@ -117,7 +115,13 @@ func planLoadBalancer(p *loadbalancers.Plan, spec *nlbSpec, subnets []subnet, ob
 		u.subnets = want
 		fields = append(fields, field{Name: "Subnets", From: showList(have), To: showList(want)})
 	}
-	if !obs.noSG && (obs.sg == nil || !slices.Contains(lb.SecurityGroups, aws.ToString(obs.sg.GroupId))) {
+	if len(spec.byoSGs) > 0 {
+		// The Service's own groups (security-groups) replace polyccm's.
+		if have, want := sortedCopy(lb.SecurityGroups), sortedCopy(spec.byoSGs); !obs.noSG && !slices.Equal(have, want) {
+			u.sg = true
+			fields = append(fields, field{Name: "SecurityGroups", From: showList(have), To: showList(want)})
+		}
+	} else if !obs.noSG && (obs.sg == nil || !slices.Contains(lb.SecurityGroups, aws.ToString(obs.sg.GroupId))) {
 		u.sg = true
 		to := spec.sgName // made by this plan: its ID is not known yet
 		if obs.sg != nil {
@@ -129,10 +133,7 @@ func planLoadBalancer(p *loadbalancers.Plan, spec *nlbSpec, subnets []subnet, ob
 	if u.tags, f = tagChange(obs.lbTags, spec.tags); f != nil {
 		fields = append(fields, *f)
 	}
-	if cz := strconv.FormatBool(spec.crossZone); obs.lbAttrs[crossZoneAttr] != cz {
-		u.crossZone = cz
-		fields = append(fields, field{Name: crossZoneAttr, From: showValue(obs.lbAttrs[crossZoneAttr]), To: cz})
-	}
+	u.attrs, fields = attrChanges(spec.lbAttrs, obs.lbAttrs, fields)
 	p.Add(change{Action: loadbalancers.Update, Kind: kindLB, Name: spec.name, Fields: fields,
 		Apply: ap.run(func(ctx context.Context, a *applier) error { return a.updateLB(ctx, u) })})
 }
@@ -354,4 +355,39 @@ func showTargets(ts map[target]bool, port int32) string {
 		}
 	}
 	return showList(out)
+}
+
+// attrChanges are the attributes whose value differs from what the NLB
+// has, with a field for each.
+func attrChanges(want, have map[string]string, fields []field) (map[string]string, []field) {
+	var out map[string]string
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if have[k] == want[k] {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = want[k]
+		fields = append(fields, field{Name: k, From: showValue(have[k]), To: want[k]})
+	}
+	return out, fields
+}
+
+// planDetachedGroup deletes polyccm's own group of an NLB that now uses
+// the Service's groups instead (security-groups), after the NLB lets go
+// of it, as the AWS CCM cleans up a detached managed group.
+func planDetachedGroup(p *loadbalancers.Plan, spec *nlbSpec, obs *observed, ap *applier) {
+	if len(spec.byoSGs) == 0 || obs.sg == nil || slices.Contains(spec.byoSGs, aws.ToString(obs.sg.GroupId)) {
+		return
+	}
+	sg := *obs.sg
+	p.Add(change{Action: loadbalancers.Delete, Kind: kindSG, Name: aws.ToString(sg.GroupId),
+		Apply: ap.run(func(ctx context.Context, a *applier) error { return a.l.deleteSecurityGroup(ctx, a.cl, a.svc, sg) })})
+}
+
+func sortedCopy(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
 }

@@ -93,7 +93,7 @@ func converged() *observed {
 			SecurityGroups:    []string{"sg-1"},
 		},
 		lbTags:  tags,
-		lbAttrs: map[string]string{crossZoneAttr: "false", "deletion_protection.enabled": "false"},
+		lbAttrs: map[string]string{crossZoneAttr: "false", accessLogsAttr: "false", "deletion_protection.enabled": "false"},
 		sg: &ec2types.SecurityGroup{GroupId: aws.String("sg-1"), GroupName: aws.String(sgName("unit", planService())),
 			IpPermissions: []ec2types.IpPermission{tcpFrom(80, "0.0.0.0/0"), tcpFrom(443, "0.0.0.0/0")}},
 		listeners: map[int32]elbtypes.Listener{
