@@ -74,7 +74,7 @@ var classicAnnotationSpecs = []annotations.Spec{
 // not: given on the other kind, each is said once and ignored.
 var (
 	classicOnly = []string{AnnAccessLogEmitInterval, AnnConnectionDrainingEnabled, AnnConnectionDrainingTimeout, AnnConnectionIdleTimeout, AnnExtraSecurityGroups}
-	nlbOnly = []string{AnnEIPAllocations, AnnPrivateIPv4Addresses, AnnTargetGroupAttributes, AnnIPAddressType}
+	nlbOnly     = []string{AnnEIPAllocations, AnnPrivateIPv4Addresses, AnnTargetGroupAttributes, AnnIPAddressType}
 )
 
 // ignoreOtherType drops the annotations of the other kind of load
