@@ -282,11 +282,16 @@ func (a *applier) listenerSettings(want listenerSpec) ([]elbtypes.Action, []elbt
 func (a *applier) createListener(ctx context.Context, want listenerSpec) error {
 	action, certs, policy := a.listenerSettings(want)
 	in := &elbv2.CreateListenerInput{LoadBalancerArn: a.lb.LoadBalancerArn, Port: aws.Int32(want.port), Protocol: want.protocol, DefaultActions: action, Certificates: certs, SslPolicy: policy}
-	_, err := cloudapi.Call(ctx, a.l.c.api, "elbv2.CreateListener", func(ctx context.Context) (*elbv2.CreateListenerOutput, error) {
+	out, err := cloudapi.Call(ctx, a.l.c.api, "elbv2.CreateListener", func(ctx context.Context) (*elbv2.CreateListenerOutput, error) {
 		return a.cl.elb.CreateListener(ctx, in)
 	}, cloudapi.Creates())
 	if err != nil && cloudapi.KindOf(err) != cloudapi.KindExists {
 		return err
+	}
+	// A listener that already existed (a lost answer) gets its other
+	// certificates on the next sync, which observes it.
+	if extra := extraCerts(want); err == nil && len(extra) > 0 && len(out.Listeners) == 1 {
+		return a.l.setListenerCerts(ctx, a.cl, aws.ToString(out.Listeners[0].ListenerArn), extra, nil)
 	}
 	return nil
 }

@@ -114,7 +114,7 @@ var nlbAnnotationSpecs = []annotations.Spec{
 	annotations.Int(AnnHealthyThreshold, 2, 10, "3, or 2 with externalTrafficPolicy Local", "Passed checks before a node is healthy."),
 	annotations.Int(AnnUnhealthyThreshold, 2, 10, "3, or 2 with externalTrafficPolicy Local", "Failed checks before a node is unhealthy."),
 	annotations.Enum(AnnProxyProtocol, []string{"*"}, "", "* turns on PROXY protocol v2 on every target group."),
-	annotations.List(AnnSSLCert, "comma-separated ACM or IAM certificate ARNs", "Certificates for TLS listeners; the first is the default.", func(s string) error {
+	annotations.List(AnnSSLCert, "comma-separated ACM or IAM certificate ARNs", "Certificates for TLS listeners: on an NLB the first is the default and the others are added beside it (picked by SNI); a Classic ELB takes one.", func(s string) error {
 		if !certARNRE.MatchString(s) {
 			return fmt.Errorf("not a certificate ARN")
 		}

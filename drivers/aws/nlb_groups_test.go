@@ -3,6 +3,7 @@ package aws_test
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,4 +93,37 @@ func TestNLBMovesToOwnSecurityGroups(t *testing.T) {
 	if _, ok := e.fake.SecurityGroup(managed[0]); ok {
 		t.Errorf("polyccm's detached group %s was left behind", managed[0])
 	}
+}
+
+// Every certificate of ssl-cert is on the TLS listener: the first as its
+// default, the others beside it; a changed list is followed, and a
+// converged listener costs no changing call.
+func TestNLBListenerCertificates(t *testing.T) {
+	e := newEnv(t)
+	nodes, _ := e.nodes(1)
+	cert := func(n string) string { return "arn:aws:acm:eu-west-1:123456789012:certificate/" + n }
+	check := func(certs ...string) {
+		t.Helper()
+		svc := service(map[string]string{awsccm.AnnSSLCert: strings.Join(certs, ","), awsccm.AnnSSLPorts: "443"}, tcp("https", 443, 30443))
+		e.ensure(svc, nodes)
+		ls := e.listeners(e.nlb().ARN)[443]
+		if len(ls.Certificates) != 1 || ls.Certificates[0].ARN != certs[0] {
+			t.Errorf("default certificate %+v, want %s", ls.Certificates, certs[0])
+		}
+		want := slices.Clone(certs[1:])
+		slices.Sort(want)
+		got := slices.Clone(ls.ExtraCertificates)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("other certificates %v, want %v", got, want)
+		}
+		before := e.mutating()
+		e.ensure(svc, nodes)
+		if n := e.mutating() - before; n != 0 {
+			t.Errorf("a converged listener made %d changing calls", n)
+		}
+	}
+	check(cert("a"), cert("b"), cert("c"))
+	check(cert("a"), cert("c"), cert("d"))
+	check(cert("d"))
 }

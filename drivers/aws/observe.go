@@ -28,6 +28,9 @@ type observed struct {
 	sg        *ec2types.SecurityGroup // nil: none yet
 	sgAdopted bool
 	listeners map[int32]elbtypes.Listener
+	// listenerCerts are each TLS listener's certificates besides its
+	// default one, by port.
+	listenerCerts map[int32][]string
 	// attached are the target groups the NLB uses now.
 	attached []elbtypes.TargetGroup
 	// tgs are the target groups the Service's ports ask for that exist,
@@ -102,6 +105,15 @@ func (l *loadBalancers) observe(ctx context.Context, cl *clients, svc *v1.Servic
 		}
 		if obs.listeners, err = l.listenersOf(ctx, cl, arn); err != nil {
 			return nil, err
+		}
+		obs.listenerCerts = map[int32][]string{}
+		for port, ls := range obs.listeners {
+			if ls.Protocol != elbtypes.ProtocolEnumTls {
+				continue
+			}
+			if obs.listenerCerts[port], err = l.listenerCertsOf(ctx, cl, aws.ToString(ls.ListenerArn)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for _, ls := range spec.listeners {

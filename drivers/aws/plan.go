@@ -203,8 +203,12 @@ func planListeners(p *loadbalancers.Plan, spec *nlbSpec, obs *observed, ap *appl
 		cur, ok := left[want.port]
 		delete(left, want.port)
 		if !ok {
+			fields := []field{{Name: "Protocol", From: "none", To: string(want.protocol)}, {Name: "TargetGroup", From: "none", To: want.tg.name}}
+			if extra := extraCerts(want); len(extra) > 0 {
+				fields = append(fields, field{Name: "ListenerCertificates", From: "none", To: showList(extra)})
+			}
 			p.Add(change{Action: loadbalancers.Create, Kind: kindListener, Name: name,
-				Fields: []field{{Name: "Protocol", From: "none", To: string(want.protocol)}, {Name: "TargetGroup", From: "none", To: want.tg.name}},
+				Fields: fields,
 				Apply:  ap.run(func(ctx context.Context, a *applier) error { return a.createListener(ctx, want) })})
 			continue
 		}
@@ -215,6 +219,7 @@ func planListeners(p *loadbalancers.Plan, spec *nlbSpec, obs *observed, ap *appl
 		arn := aws.ToString(cur.ListenerArn)
 		p.Add(change{Action: loadbalancers.Update, Kind: kindListener, Name: name, Fields: listenerFields(cur, want, tgARN, names),
 			Apply: ap.run(func(ctx context.Context, a *applier) error { return a.modifyListener(ctx, arn, want) })})
+		planListenerCerts(p, name, cur, want, obs.listenerCerts[want.port], ap)
 	}
 	for _, port := range slices.Sorted(maps.Keys(left)) {
 		arn := aws.ToString(left[port].ListenerArn)

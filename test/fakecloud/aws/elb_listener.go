@@ -52,7 +52,7 @@ func (s *Server) applyListenerParams(p params, l *Listener, create bool) *apiErr
 	if v, ok := p.str("Protocol"); ok {
 		if v != l.Protocol && (v == "TCP" || v == "UDP" || v == "TCP_UDP" || v == "HTTP") {
 			// Leaving TLS/HTTPS drops the certificates and policy.
-			l.Certificates, l.SSLPolicy, l.ALPNPolicy = nil, "", nil
+			l.Certificates, l.ExtraCertificates, l.SSLPolicy, l.ALPNPolicy = nil, nil, "", nil
 		}
 		l.Protocol = v
 	} else if create {
@@ -73,6 +73,8 @@ func (s *Server) applyListenerParams(p params, l *Listener, create bool) *apiErr
 		l.Certificates = nil
 		for _, c := range certs {
 			l.Certificates = append(l.Certificates, Certificate{ARN: c.get("CertificateArn"), IsDefault: true})
+			// A certificate made the default is no longer among the others.
+			l.ExtraCertificates = slices.DeleteFunc(slices.Clone(l.ExtraCertificates), func(a string) bool { return a == c.get("CertificateArn") })
 		}
 	}
 	if alpn, ok := p.members("AlpnPolicy"); ok {

@@ -98,10 +98,12 @@ type Listener struct {
 	Protocol        string
 	Port            int32
 	DefaultActions  []Action
-	Certificates    []Certificate
-	SSLPolicy       string
-	ALPNPolicy      []string
-	Tags            map[string]string
+	Certificates    []Certificate // the default one
+	// ExtraCertificates are those added with AddListenerCertificates.
+	ExtraCertificates []string
+	SSLPolicy         string
+	ALPNPolicy        []string
+	Tags              map[string]string
 }
 
 // Action is a listener's forward action.
@@ -359,6 +361,7 @@ func (l Listener) clone() Listener {
 		l.DefaultActions[k].TargetGroups = slices.Clone(l.DefaultActions[k].TargetGroups)
 	}
 	l.Certificates = slices.Clone(l.Certificates)
+	l.ExtraCertificates = slices.Clone(l.ExtraCertificates)
 	l.ALPNPolicy = slices.Clone(l.ALPNPolicy)
 	l.Tags = cloneTags(l.Tags)
 	return l
