@@ -89,7 +89,7 @@ func (a *applier) createSecurityGroup(ctx context.Context) error {
 		return err
 	}
 	add, remove := loadbalancers.Delta(wantedIngress(spec), ingressOf(sg), compareIngress)
-	if err := a.updateSecurityGroup(ctx, id, v == loadbalancers.Adopted, add, remove); err != nil {
+	if err := a.updateSecurityGroup(ctx, id, adoptTags(v == loadbalancers.Adopted, a.spec), add, remove); err != nil {
 		return err
 	}
 	a.sgID = id
@@ -97,11 +97,11 @@ func (a *applier) createSecurityGroup(ctx context.Context) error {
 }
 
 // updateSecurityGroup tags an adopted group and changes its ingress.
-func (a *applier) updateSecurityGroup(ctx context.Context, id string, adopt bool, add, remove []ingressRule) error {
+func (a *applier) updateSecurityGroup(ctx context.Context, id string, tags map[string]string, add, remove []ingressRule) error {
 	l, cl := a.l, a.cl
-	if adopt {
+	if len(tags) > 0 {
 		if _, err := cloudapi.Call(ctx, l.c.api, "ec2.CreateTags", func(ctx context.Context) (*ec2.CreateTagsOutput, error) {
-			return cl.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: ec2Tags(a.spec.sgTags)})
+			return cl.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: ec2Tags(tags)})
 		}); err != nil {
 			return err
 		}
@@ -322,4 +322,13 @@ func (a *applier) groups() []string {
 		return a.spec.byoSGs
 	}
 	return []string{a.sgID}
+}
+
+// adoptTags are the tags an adopted group gets: the Service's, all of
+// them, as when made.
+func adoptTags(adopted bool, spec *nlbSpec) map[string]string {
+	if !adopted {
+		return nil
+	}
+	return spec.sgTags
 }

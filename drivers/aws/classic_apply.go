@@ -82,7 +82,7 @@ func (a *classicApplier) createSG(ctx context.Context) error {
 		return err
 	}
 	add, remove := loadbalancers.Delta(classicIngress(a.spec), ingressOf(sg), compareIngress)
-	if err := a.nlb().updateSecurityGroup(ctx, id, v == loadbalancers.Adopted, add, remove); err != nil {
+	if err := a.nlb().updateSecurityGroup(ctx, id, a.adoptTags(v == loadbalancers.Adopted), add, remove); err != nil {
 		return err
 	}
 	a.sgID = id
@@ -306,4 +306,13 @@ func (l *loadBalancers) revokeGroupRule(ctx context.Context, cl *clients, id, lb
 		return fmt.Errorf("revoking the load balancer's group %s from node security group %s: %w", lbSG, id, err)
 	}
 	return nil
+}
+
+// adoptTags are the tags an adopted group gets: the load balancer's, as
+// when made.
+func (a *classicApplier) adoptTags(adopted bool) map[string]string {
+	if !adopted {
+		return nil
+	}
+	return a.spec.tags
 }

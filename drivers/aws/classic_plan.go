@@ -124,7 +124,7 @@ func planClassicSG(p *loadbalancers.Plan, spec *classicSpec, obs *classicObserve
 	adopt := obs.sgAdopted
 	p.Add(change{Action: loadbalancers.Update, Kind: kindSG, Name: id, Fields: fields,
 		Apply: ap.run(func(ctx context.Context, a *classicApplier) error {
-			return a.nlb().updateSecurityGroup(ctx, id, adopt, add, remove)
+			return a.nlb().updateSecurityGroup(ctx, id, a.adoptTags(adopt), add, remove)
 		})})
 }
 

@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -99,6 +100,21 @@ func (l *loadBalancers) serviceSecurityGroups(ctx context.Context, cl *clients, 
 	}
 	if sg != nil && ec2TagMap(sg.Tags)[TagServiceName] == svc.Namespace+"/"+svc.Name {
 		out = append(out, *sg)
+	}
+	// The AWS CCM's group under another name, tagged with the Service
+	// when polyccm took it over (see planSecurityGroup).
+	tagged, err := l.describeGroups(ctx, cl, &ec2.DescribeSecurityGroupsInput{Filters: []ec2types.Filter{
+		{Name: aws.String("vpc-id"), Values: []string{vpc}},
+		{Name: aws.String("tag:" + TagServiceName), Values: []string{svc.Namespace + "/" + svc.Name}},
+	}})
+	if err != nil {
+		return nil, err
+	}
+	for _, sg := range tagged {
+		if aws.ToString(sg.Description) == sgDescription && l.c.ec2Owned(sg.Tags) &&
+			!slices.ContainsFunc(out, func(o ec2types.SecurityGroup) bool { return aws.ToString(o.GroupId) == aws.ToString(sg.GroupId) }) {
+			out = append(out, sg)
+		}
 	}
 	return out, nil
 }

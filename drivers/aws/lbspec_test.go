@@ -295,7 +295,7 @@ func TestValidAnnotations(t *testing.T) {
 			if got := listenerSummary(e, lb); !reflect.DeepEqual(got, map[int32]string{80: "TCP->TCP:30080"}) {
 				t.Errorf("listeners %v", got)
 			}
-			if got := ingress(e.securityGroup(lb)); !slices.Equal(got, []string{"tcp/80/0.0.0.0/0"}) {
+			if got := ingress(e.securityGroup(lb)); !slices.Equal(got, []string{"icmp/3-4/0.0.0.0/0", "tcp/80/0.0.0.0/0"}) {
 				t.Errorf("ingress %v", got)
 			}
 			tgAttr("proxy_protocol_v2.enabled", "false")(t, e, lb)
@@ -394,7 +394,7 @@ func TestValidAnnotations(t *testing.T) {
 				if got := listenerSummary(e, lb); !reflect.DeepEqual(got, want) {
 					t.Errorf("listeners\n got %v\nwant %v", got, want)
 				}
-				wantIn := []string{"tcp/53/0.0.0.0/0", "tcp/80/0.0.0.0/0", "udp/514/0.0.0.0/0", "udp/53/0.0.0.0/0"}
+				wantIn := []string{"icmp/3-4/0.0.0.0/0", "tcp/53/0.0.0.0/0", "tcp/80/0.0.0.0/0", "udp/514/0.0.0.0/0", "udp/53/0.0.0.0/0"}
 				if got := ingress(e.securityGroup(lb)); !slices.Equal(got, wantIn) {
 					t.Errorf("ingress %v, want %v", got, wantIn)
 				}
@@ -411,14 +411,14 @@ func TestValidAnnotations(t *testing.T) {
 			if lb.IPAddressType != "dualstack" {
 				t.Errorf("IP address type %s", lb.IPAddressType)
 			}
-			if got, want := ingress(e.securityGroup(lb)), []string{"tcp/80/0.0.0.0/0", "tcp/80/::/0"}; !slices.Equal(got, want) {
+			if got, want := ingress(e.securityGroup(lb)), []string{"icmp/3-4/0.0.0.0/0", "tcp/80/0.0.0.0/0", "tcp/80/::/0"}; !slices.Equal(got, want) {
 				t.Errorf("ingress %v, want %v", got, want)
 			}
 		}},
 		{name: "source ranges", tweak: func(s *v1.Service) {
 			s.Spec.LoadBalancerSourceRanges = []string{"203.0.113.0/24", " 198.51.100.7/32", "2001:db8::/32"}
 		}, check: func(t *testing.T, e *env, lb fakeaws.LoadBalancer) {
-			want := []string{"tcp/80/198.51.100.7/32", "tcp/80/2001:db8::/32", "tcp/80/203.0.113.0/24"}
+			want := []string{"icmp/3-4/198.51.100.7/32", "icmp/3-4/203.0.113.0/24", "tcp/80/198.51.100.7/32", "tcp/80/2001:db8::/32", "tcp/80/203.0.113.0/24"}
 			if got := ingress(e.securityGroup(lb)); !slices.Equal(got, want) {
 				t.Errorf("ingress %v, want %v", got, want)
 			}

@@ -180,7 +180,7 @@ func TestDualstackChanges(t *testing.T) {
 	if lb.IPAddressType != "dualstack" {
 		t.Errorf("IP address type %s, want dualstack", lb.IPAddressType)
 	}
-	if got, want := ingress(e.securityGroup(lb)), []string{"tcp/80/0.0.0.0/0", "tcp/80/::/0"}; !slices.Equal(got, want) {
+	if got, want := ingress(e.securityGroup(lb)), []string{"icmp/3-4/0.0.0.0/0", "tcp/80/0.0.0.0/0", "tcp/80/::/0"}; !slices.Equal(got, want) {
 		t.Errorf("ingress %v, want %v", got, want)
 	}
 	e.ensure(service(nil), nodes)
@@ -188,7 +188,7 @@ func TestDualstackChanges(t *testing.T) {
 	if lb.IPAddressType != "ipv4" {
 		t.Errorf("IP address type %s, want ipv4", lb.IPAddressType)
 	}
-	if got, want := ingress(e.securityGroup(lb)), []string{"tcp/80/0.0.0.0/0"}; !slices.Equal(got, want) {
+	if got, want := ingress(e.securityGroup(lb)), []string{"icmp/3-4/0.0.0.0/0", "tcp/80/0.0.0.0/0"}; !slices.Equal(got, want) {
 		t.Errorf("ingress %v, want %v", got, want)
 	}
 }
@@ -225,7 +225,7 @@ func TestSecurityGroupConverges(t *testing.T) {
 	svc.Spec.LoadBalancerSourceRanges = []string{"198.51.100.0/24"}
 	e.ensure(svc, nodes)
 	got := ingress(e.securityGroup(e.nlb()))
-	want := []string{"tcp/80/198.51.100.0/24", "tcp/9000/" + e.vpc.DefaultSecurityGroupID}
+	want := []string{"icmp/3-4/198.51.100.0/24", "tcp/80/198.51.100.0/24", "tcp/9000/" + e.vpc.DefaultSecurityGroupID}
 	if !slices.Equal(got, want) {
 		t.Errorf("ingress\n got %v\nwant %v", got, want)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
@@ -163,10 +164,34 @@ func (l *loadBalancers) securityGroupOf(ctx context.Context, cl *clients, vpc st
 		return sg, err
 	}
 	sg, err = l.findSecurityGroup(ctx, cl, vpc, spec.legacySG)
-	if sg == nil || err != nil || !slices.Contains(lb.SecurityGroups, aws.ToString(sg.GroupId)) {
+	if err != nil {
 		return nil, err
 	}
-	return sg, nil
+	if sg != nil && slices.Contains(lb.SecurityGroups, aws.ToString(sg.GroupId)) {
+		return sg, nil
+	}
+	return l.managedGroupOn(ctx, cl, lb)
+}
+
+// managedGroupOn is the group on this Service's own NLB that the AWS CCM
+// made for it under another name: it hashes its --cluster-name into the
+// name, which may differ from the cluster ID polyccm's clusterName is.
+// Described as the AWS CCM describes its groups and tagged owned by this
+// cluster, it is the NLB's managed group: replacing it would orphan it.
+func (l *loadBalancers) managedGroupOn(ctx context.Context, cl *clients, lb *elbtypes.LoadBalancer) (*ec2types.SecurityGroup, error) {
+	if len(lb.SecurityGroups) == 0 {
+		return nil, nil
+	}
+	sgs, err := l.describeGroups(ctx, cl, &ec2.DescribeSecurityGroupsInput{GroupIds: lb.SecurityGroups})
+	if err != nil {
+		return nil, err
+	}
+	for i := range sgs {
+		if aws.ToString(sgs[i].Description) == sgDescription && l.c.ec2Owned(sgs[i].Tags) {
+			return &sgs[i], nil
+		}
+	}
+	return nil, nil
 }
 
 // legacyTargetGroup is the target group with tg's legacy name among those

@@ -72,19 +72,26 @@ func planSecurityGroup(p *loadbalancers.Plan, spec *nlbSpec, obs *observed, ap *
 	id := aws.ToString(obs.sg.GroupId)
 	have := ingressOf(obs.sg)
 	var fields []field
-	if obs.sgAdopted {
-		// Adopted: it gets the Service's tags, all of them, as when made.
-		if _, f := tagChange(ec2TagMap(obs.sg.Tags), spec.sgTags); f != nil {
-			fields = append(fields, *f)
+	tags := adoptTags(obs.sgAdopted, spec)
+	if aws.ToString(obs.sg.GroupName) != spec.sgName && ec2TagMap(obs.sg.Tags)[TagServiceName] == "" {
+		// The AWS CCM's group under another name (managedGroupOn): it is
+		// tagged with the Service, so that the Service's deletion finds it
+		// once the NLB, which names it, is gone.
+		tags = maps.Clone(tags)
+		if tags == nil {
+			tags = map[string]string{}
 		}
+		tags[TagServiceName] = spec.service
+	}
+	if _, f := tagChange(ec2TagMap(obs.sg.Tags), tags); f != nil {
+		fields = append(fields, *f)
 	}
 	add, remove := loadbalancers.Delta(want, have, compareIngress)
 	if len(add)+len(remove) > 0 {
 		fields = append(fields, field{Name: "Ingress", From: showIngress(have), To: showIngress(want)})
 	}
-	adopt := obs.sgAdopted
 	p.Add(change{Action: loadbalancers.Update, Kind: kindSG, Name: id, Fields: fields,
-		Apply: ap.run(func(ctx context.Context, a *applier) error { return a.updateSecurityGroup(ctx, id, adopt, add, remove) })})
+		Apply: ap.run(func(ctx context.Context, a *applier) error { return a.updateSecurityGroup(ctx, id, tags, add, remove) })})
 }
 
 func planLoadBalancer(p *loadbalancers.Plan, spec *nlbSpec, subnets []subnet, obs *observed, ap *applier) {

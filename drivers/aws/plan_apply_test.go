@@ -116,9 +116,9 @@ func TestPortChangePlanIsWhatChanges(t *testing.T) {
 		}
 		return m
 	}
-	if in, want := ingress(e.securityGroup(e.nlb())), []string{"tcp/443/0.0.0.0/0", "tcp/8080/0.0.0.0/0"}; !slices.Equal(in, want) {
+	if in, want := ingress(e.securityGroup(e.nlb())), []string{"icmp/3-4/0.0.0.0/0", "tcp/443/0.0.0.0/0", "tcp/8080/0.0.0.0/0"}; !slices.Equal(in, want) {
 		t.Errorf("ingress %v, want %v", in, want)
-	} else if fl := fields(0)["Ingress"]; fl.From != "tcp/80/0.0.0.0/0,tcp/443/0.0.0.0/0" || fl.To != strings.Join(want, ",") {
+	} else if fl := fields(0)["Ingress"]; fl.From != "icmp/3-4/0.0.0.0/0,tcp/80/0.0.0.0/0,tcp/443/0.0.0.0/0" || fl.To != strings.Join(want, ",") {
 		t.Errorf("planned ingress %+v, AWS has %v", fl, in)
 	}
 	tgf := fields(1)

@@ -77,6 +77,12 @@ func forward(arn string) []elbtypes.Action {
 	return []elbtypes.Action{{Type: elbtypes.ActionTypeEnumForward, TargetGroupArn: aws.String(arn)}}
 }
 
+// icmpFrom is the MTU-discovery rule (ICMP 3/4) from cidr.
+func icmpFrom(cidr string) ec2types.IpPermission {
+	return ec2types.IpPermission{IpProtocol: aws.String("icmp"), FromPort: aws.Int32(3), ToPort: aws.Int32(4),
+		IpRanges: []ec2types.IpRange{{CidrIp: aws.String(cidr)}}}
+}
+
 func tcpFrom(port int32, cidr string) ec2types.IpPermission {
 	return ec2types.IpPermission{IpProtocol: aws.String("tcp"), FromPort: aws.Int32(port), ToPort: aws.Int32(port),
 		IpRanges: []ec2types.IpRange{{CidrIp: aws.String(cidr)}}}
@@ -95,7 +101,7 @@ func converged() *observed {
 		lbTags:  tags,
 		lbAttrs: map[string]string{crossZoneAttr: "false", accessLogsAttr: "false", "deletion_protection.enabled": "false"},
 		sg: &ec2types.SecurityGroup{GroupId: aws.String("sg-1"), GroupName: aws.String(sgName("unit", planService())),
-			IpPermissions: []ec2types.IpPermission{tcpFrom(80, "0.0.0.0/0"), tcpFrom(443, "0.0.0.0/0")}},
+			IpPermissions: []ec2types.IpPermission{icmpFrom("0.0.0.0/0"), tcpFrom(80, "0.0.0.0/0"), tcpFrom(443, "0.0.0.0/0")}},
 		listeners: map[int32]elbtypes.Listener{
 			80:  {ListenerArn: aws.String("arn:listener/80"), Port: aws.Int32(80), Protocol: elbtypes.ProtocolEnumTcp, DefaultActions: forward("arn:tg/" + tg80)},
 			443: {ListenerArn: aws.String("arn:listener/443"), Port: aws.Int32(443), Protocol: elbtypes.ProtocolEnumTcp, DefaultActions: forward("arn:tg/" + tg443)},
@@ -125,7 +131,7 @@ func TestPlan(t *testing.T) {
 				*o = observed{listeners: map[int32]elbtypes.Listener{}, tgs: map[string]*observedTG{}}
 			},
 			want: []string{
-				"create security group " + sg + " (Ingress none -> tcp/80/0.0.0.0/0,tcp/443/0.0.0.0/0)",
+				"create security group " + sg + " (Ingress none -> icmp/3-4/0.0.0.0/0,tcp/80/0.0.0.0/0,tcp/443/0.0.0.0/0)",
 				"create load balancer " + planLB + " (Scheme none -> internet-facing; Subnets none -> subnet-a,subnet-b)",
 				"create target group " + tg80 + " (Protocol none -> TCP; Port none -> 30080; Targets none -> i-1,i-2)",
 				"create target group " + tg443 + " (Protocol none -> TCP; Port none -> 30443; Targets none -> i-1,i-2)",
@@ -140,7 +146,7 @@ func TestPlan(t *testing.T) {
 			name: "a port changed: a new target group and listener, the old ones go",
 			svc:  func(s *v1.Service) { s.Spec.Ports[0].Port = 8080 },
 			want: []string{
-				"update security group sg-1 (Ingress tcp/80/0.0.0.0/0,tcp/443/0.0.0.0/0 -> tcp/443/0.0.0.0/0,tcp/8080/0.0.0.0/0)",
+				"update security group sg-1 (Ingress icmp/3-4/0.0.0.0/0,tcp/80/0.0.0.0/0,tcp/443/0.0.0.0/0 -> icmp/3-4/0.0.0.0/0,tcp/443/0.0.0.0/0,tcp/8080/0.0.0.0/0)",
 				"create target group " + tg8080 + " (Protocol none -> TCP; Port none -> 30080; Targets none -> i-1,i-2)",
 				"create listener " + planLB + ":8080 (Protocol none -> TCP; TargetGroup none -> " + tg8080 + ")",
 				"delete listener " + planLB + ":80",
@@ -178,14 +184,14 @@ func TestPlan(t *testing.T) {
 				o.sg.IpPermissions = append(o.sg.IpPermissions, tcpFrom(22, "10.0.0.0/8"))
 			},
 			want: []string{
-				"update security group sg-1 (Ingress tcp/22/10.0.0.0/8,tcp/80/0.0.0.0/0,tcp/443/0.0.0.0/0 -> tcp/80/0.0.0.0/0,tcp/443/0.0.0.0/0)",
+				"update security group sg-1 (Ingress icmp/3-4/0.0.0.0/0,tcp/22/10.0.0.0/8,tcp/80/0.0.0.0/0,tcp/443/0.0.0.0/0 -> icmp/3-4/0.0.0.0/0,tcp/80/0.0.0.0/0,tcp/443/0.0.0.0/0)",
 			},
 		},
 		{
 			name: "source ranges changed: only the security group's ingress",
 			svc:  func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"203.0.113.0/24"} },
 			want: []string{
-				"update security group sg-1 (Ingress tcp/80/0.0.0.0/0,tcp/443/0.0.0.0/0 -> tcp/80/203.0.113.0/24,tcp/443/203.0.113.0/24)",
+				"update security group sg-1 (Ingress icmp/3-4/0.0.0.0/0,tcp/80/0.0.0.0/0,tcp/443/0.0.0.0/0 -> icmp/3-4/203.0.113.0/24,tcp/80/203.0.113.0/24,tcp/443/203.0.113.0/24)",
 			},
 		},
 		{
@@ -199,7 +205,7 @@ func TestPlan(t *testing.T) {
 			name: "the security group is gone: made again and set on the NLB",
 			obs:  func(o *observed) { o.sg = nil },
 			want: []string{
-				"create security group " + sg + " (Ingress none -> tcp/80/0.0.0.0/0,tcp/443/0.0.0.0/0)",
+				"create security group " + sg + " (Ingress none -> icmp/3-4/0.0.0.0/0,tcp/80/0.0.0.0/0,tcp/443/0.0.0.0/0)",
 				"update load balancer " + planLB + " (SecurityGroups sg-1 -> " + sg + ")",
 			},
 		},
@@ -226,7 +232,7 @@ func TestPlan(t *testing.T) {
 				s.Spec.Ports = s.Spec.Ports[:1]
 			},
 			want: []string{
-				"update security group sg-1 (Ingress tcp/80/0.0.0.0/0,tcp/443/0.0.0.0/0 -> tcp/80/0.0.0.0/0)",
+				"update security group sg-1 (Ingress icmp/3-4/0.0.0.0/0,tcp/80/0.0.0.0/0,tcp/443/0.0.0.0/0 -> icmp/3-4/0.0.0.0/0,tcp/80/0.0.0.0/0)",
 				"create target group " + tg80hc10 + " (Protocol none -> TCP; Port none -> 30080; Targets none -> i-1,i-2)",
 				"update listener " + planLB + ":80 (TargetGroup " + tg80 + " -> " + tg80hc10 + ")",
 				"delete listener " + planLB + ":443",

@@ -81,6 +81,14 @@ func wantedIngress(spec *nlbSpec) map[ingressRule]bool {
 			}
 		}
 	}
+	// ICMP "fragmentation needed" (type 3, code 4) from the sources, for
+	// path MTU discovery, as the AWS CCM's createSecurityGroupRules adds
+	// it (IPv4 sources only, as there).
+	for _, c := range spec.sources {
+		if !strings.Contains(c, ":") {
+			out[ingressRule{proto: "icmp", from: 3, to: 4, cidr: c}] = true
+		}
+	}
 	return out
 }
 

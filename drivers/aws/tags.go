@@ -38,6 +38,13 @@ func (c *Cloud) ec2Tagged(tags []ec2types.Tag) bool {
 	return false
 }
 
+// ec2Owned reports whether tags mark the resource as owned by this
+// cluster (not only shared with it), or carry the legacy tag.
+func (c *Cloud) ec2Owned(tags []ec2types.Tag) bool {
+	m := ec2TagMap(tags)
+	return m[c.clusterTag()] == TagOwned || m[TagClusterLegacy] == c.cluster
+}
+
 // tagSafe keeps characters AWS accepts in role session names and tags.
 func tagSafe(s string) string {
 	return strings.Map(func(r rune) rune {

@@ -441,16 +441,15 @@ func TestAWSMigrationFromCloudProviderAWS(t *testing.T) { testAWSMigration(t, mi
 
 // Upstream ran with --cluster-name left at its default, "kubernetes",
 // while its cluster ID is e2e: its NLB security groups carry a name
-// polyccm (one clusterName, the cluster ID) does not give them. As
-// docs/aws-load-balancers.md says, each is replaced by one with polyccm's
-// name; the replaced group must still not be orphaned.
+// polyccm (one clusterName, the cluster ID) does not give them. polyccm
+// still knows each as its NLB's group (attached, described and tagged as
+// upstream makes them) and keeps it: nothing is replaced or orphaned.
 func TestAWSMigrationWithDefaultCCMClusterName(t *testing.T) { testAWSMigration(t, "kubernetes") }
 
 // testAWSMigration fills the fake with what upstream, run with
 // --cluster-name ccmClusterName and cluster ID e2e, built, and switches to
 // polyccm.
 func testAWSMigration(t *testing.T, ccmClusterName string) {
-	renamed := ccmClusterName != migrationClusterName
 	// polyccm runs first without the service controller, as the nodes'
 	// controllers only: the AWS CCM still serves the Services.
 	e := newAWSEnv(t, func(s *harness.Settings) {
@@ -587,12 +586,10 @@ func testAWSMigration(t *testing.T, ccmClusterName string) {
 		if n := st.Listeners.Created - before.Listeners.Created; n != 0 {
 			t.Errorf("%s: %d listeners created", when, n)
 		}
-		wantSGs := 0
-		if renamed {
-			wantSGs = 2 // a group with polyccm's name for each NLB
-		}
-		if n := st.SecurityGroups.Created - before.SecurityGroups.Created; n != wantSGs {
-			t.Errorf("%s: %d security groups created, want %d", when, n, wantSGs)
+		// Even when upstream named the NLBs' groups with another
+		// --cluster-name, each NLB keeps the group it has.
+		if n := st.SecurityGroups.Created - before.SecurityGroups.Created; n != 0 {
+			t.Errorf("%s: %d security groups created", when, n)
 		}
 		for i, s := range svcs {
 			now := nsSvc(t, s.Namespace, s.Name)
@@ -617,17 +614,11 @@ func testAWSMigration(t *testing.T, ccmClusterName string) {
 		if got := sgRuleStrings(mustSG(t, e, nodeSG.ID).Ingress); !slices.Equal(got, nodeRulesBefore) {
 			t.Errorf("%s: the nodes' group lets in\n %q\nwant upstream's\n %q", when, got, nodeRulesBefore)
 		}
-		// KNOWN POLYCCM BUG, found by this test: upstream's
-		// createSecurityGroupRules (aws.go, called by
+		// Upstream's createSecurityGroupRules (aws.go, called by
 		// ensureNLBSecurityGroupRules) puts ICMP 3-4 (path MTU discovery)
 		// from the source ranges into an NLB's managed group, as into a
-		// Classic ELB's; polyccm's first sync revokes it from the NLBs'
-		// groups ("update security group ... (Ingress icmp/3-4/...,tcp/80/...
-		// -> tcp/80/...)"). This fails until drivers/aws keeps that rule.
+		// Classic ELB's: polyccm keeps it (this test found it revoked).
 		for _, b := range built {
-			if renamed && b.nlb {
-				continue // replaced, below
-			}
 			if got := sgRuleStrings(mustSG(t, e, b.sg).Ingress); !slices.Equal(got, lbRulesBefore[b.sg]) {
 				t.Errorf("%s: %s/%s's group %s lets in %q, want upstream's %q", when, b.ns, b.name, b.sg, got, lbRulesBefore[b.sg])
 			}
@@ -642,34 +633,9 @@ func testAWSMigration(t *testing.T, ccmClusterName string) {
 				lb, _ := e.fake.ClassicLoadBalancer(b.lbName)
 				groups = lb.SecurityGroups
 			}
-			if renamed && b.nlb {
-				// KNOWN POLYCCM BUG, found by this test: polyccm detaches
-				// upstream's group from the NLB but never deletes it, not
-				// even with the Service: it is orphaned (upstream's own
-				// ensureLoadBalancerv2 deletes an owned group it detaches,
-				// removeOwnedSecurityGroups).
-				if len(groups) != 1 || groups[0] == b.sg {
-					t.Errorf("%s: %s/%s's NLB has groups %v, want one with polyccm's name instead of upstream's %s", when, b.ns, b.name, groups, b.sg)
-				}
-				if sg, ok := e.fake.SecurityGroup(b.sg); ok {
-					t.Errorf("%s: %s/%s's replaced group %s (%s), upstream's, is left behind", when, b.ns, b.name, sg.Name, b.sg)
-				}
-				continue
-			}
 			if !slices.Equal(groups, []string{b.sg}) {
 				t.Errorf("%s: %s/%s's load balancer has groups %v, want upstream's %s", when, b.ns, b.name, groups, b.sg)
 			}
-		}
-	}
-	if renamed {
-		// A detached group is deleted once AWS lets go of it (the fake's
-		// realistic linger): give that time before the check says orphaned.
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) && slices.ContainsFunc(built, func(b upstreamBuilt) bool {
-			_, ok := e.fake.SecurityGroup(b.sg)
-			return ok && b.nlb
-		}) {
-			time.Sleep(500 * time.Millisecond)
 		}
 	}
 	check("after polyccm's first sync")
