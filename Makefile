@@ -87,8 +87,12 @@ test-unit:
 
 # CCMTEST_REQUIRE_CLUSTER turns "no control plane binaries" into a failure
 # instead of a skip, so the e2e can never pass by not running.
+# SOAK_DURATION is the soak's churn in make test: 90s keeps the whole run
+# within 15 minutes on 2 cores; a longer soak: make test-e2e SOAK_DURATION=10m.
+SOAK_DURATION ?= 90s
+
 test-e2e: tools build
-	CCMTEST_REQUIRE_CLUSTER=1 CCMTEST_POLYCCM_BIN=$(CURDIR)/$(BIN) \
+	CCMTEST_REQUIRE_CLUSTER=1 CCMTEST_POLYCCM_BIN=$(CURDIR)/$(BIN) CCMTEST_SOAK_DURATION=$(SOAK_DURATION) \
 		$(GO) test -count=1 -tags e2e -timeout 30m -v ./test/e2e/
 	CCMTEST_REQUIRE_CLUSTER=1 CCMTEST_POLYCCM_BIN=$(CURDIR)/$(BIN) \
 		$(GO) test -count=1 -tags e2e -timeout 15m -v ./test/bench/

@@ -263,7 +263,8 @@ func TestAWSNetworkLoadBalancer(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	if got := sgSources(); !slices.Equal(got, []string{"tcp/443:0.0.0.0/0", "tcp/80:0.0.0.0/0"}) {
+	// The ports, and ICMP 3/4 for path MTU discovery, as upstream's.
+	if got := sgSources(); !slices.Equal(got, []string{"icmp/3:0.0.0.0/0", "tcp/443:0.0.0.0/0", "tcp/80:0.0.0.0/0"}) {
 		t.Errorf("security group ingress %v", got)
 	}
 
@@ -291,7 +292,7 @@ func TestAWSNetworkLoadBalancer(t *testing.T) {
 	})
 	eventually(t, 30*time.Second, "security group follows", func() (bool, string) {
 		got := sgSources()
-		want := []string{"tcp/80:203.0.113.0/24", "tcp/8080:203.0.113.0/24"}
+		want := []string{"icmp/3:203.0.113.0/24", "tcp/80:203.0.113.0/24", "tcp/8080:203.0.113.0/24"}
 		slices.Sort(want)
 		return slices.Equal(got, want), fmt.Sprint(got)
 	})
