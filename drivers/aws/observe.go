@@ -212,11 +212,7 @@ func (l *loadBalancers) lbAttributes(ctx context.Context, cl *clients, arn strin
 	if err != nil {
 		return nil, err
 	}
-	m := map[string]string{}
-	for _, at := range out.Attributes {
-		m[aws.ToString(at.Key)] = aws.ToString(at.Value)
-	}
-	return m, nil
+	return keyValues(out.Attributes, func(a elbtypes.LoadBalancerAttribute) (*string, *string) { return a.Key, a.Value }), nil
 }
 
 // attachedTargetGroups are the target groups the NLB's listeners use now.
@@ -255,11 +251,18 @@ func (l *loadBalancers) targetGroupAttributes(ctx context.Context, cl *clients, 
 	if err != nil {
 		return nil, err
 	}
-	m := map[string]string{}
-	for _, at := range out.Attributes {
-		m[aws.ToString(at.Key)] = aws.ToString(at.Value)
+	return keyValues(out.Attributes, func(a elbtypes.TargetGroupAttribute) (*string, *string) { return a.Key, a.Value }), nil
+}
+
+// keyValues maps an SDK list of key/value pairs (attributes of one kind
+// or another) by key.
+func keyValues[T any](items []T, kv func(T) (*string, *string)) map[string]string {
+	m := make(map[string]string, len(items))
+	for _, it := range items {
+		k, v := kv(it)
+		m[aws.ToString(k)] = aws.ToString(v)
 	}
-	return m, nil
+	return m
 }
 
 // targetsOf are the targets registered in a target group, leaving out
