@@ -33,7 +33,9 @@ type RuleOptions struct {
 //     Service, skips one gone, recreated, being deleted or no longer of
 //     type LoadBalancer, and never creates: the driver's calls marked
 //     cloudapi.Creates are refused, and that refusal is success;
-//   - GetLoadBalancer and the deletion pass through as they are.
+//   - one Service's Ensure, Update and deletion take turns, and each uses
+//     the newest Node list any of them brought (see turns);
+//   - GetLoadBalancer passes through as it is.
 //
 // A driver keeps only the translation between the Service and its cloud.
 func Rules(lb cloudprovider.LoadBalancer, o RuleOptions) cloudprovider.LoadBalancer {
@@ -42,12 +44,18 @@ func Rules(lb cloudprovider.LoadBalancer, o RuleOptions) cloudprovider.LoadBalan
 
 type rules struct {
 	cloudprovider.LoadBalancer
-	o RuleOptions
+	o     RuleOptions
+	turns turns
 }
 
 func (r *rules) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	nodes, done, err := r.turns.take(ctx, svc, nodes, true)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	var st *v1.LoadBalancerStatus
-	err := r.retryFresh(ctx, svc, Included(nodes), func(live []*v1.Node) error {
+	err = r.retryFresh(ctx, svc, Included(nodes), func(live []*v1.Node) error {
 		var err error
 		st, err = r.LoadBalancer.EnsureLoadBalancer(ctx, cluster, svc, live)
 		return err
@@ -56,7 +64,13 @@ func (r *rules) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.
 }
 
 func (r *rules) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) error {
-	svc, err := r.newest(svc)
+	nodes, done, err := r.turns.take(ctx, svc, nodes, true)
+	if err != nil {
+		return err
+	}
+	defer done()
+	// After the wait: the Service may have changed meanwhile.
+	svc, err = r.newest(svc)
 	if err != nil || svc == nil {
 		return err
 	}
@@ -71,6 +85,15 @@ func (r *rules) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.
 		return nil
 	}
 	return err
+}
+
+func (r *rules) EnsureLoadBalancerDeleted(ctx context.Context, cluster string, svc *v1.Service) error {
+	_, done, err := r.turns.take(ctx, svc, nil, false)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return r.LoadBalancer.EnsureLoadBalancerDeleted(ctx, cluster, svc)
 }
 
 // newest returns the copy of svc the node sync should use, or nil to skip
