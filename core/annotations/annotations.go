@@ -80,6 +80,14 @@ func Ports(key, doc string) Spec {
 	}}
 }
 
+// Present accepts any value, even an empty one: only whether the key is
+// given counts, as for some upstream CCMs' switches.
+func Present(key, doc string) Spec {
+	return Spec{Key: key, Valid: "any value, even empty: the key's presence counts", Doc: doc, parse: func(string) (any, error) {
+		return true, nil
+	}}
+}
+
 // String accepts any value check allows (nil: any non-empty value).
 func String(key, valid, def, doc string, check func(string) error) Spec {
 	return Spec{Key: key, Valid: valid, Default: def, Doc: doc, parse: func(s string) (any, error) {
@@ -255,14 +263,22 @@ type Values struct {
 	vals     map[string]any
 	problems []Problem // the cloud's load balancer must not change
 	warnings []Problem // said, and otherwise ignored
+	notes    []Problem // ignored as the upstream CCM ignores them: said, not warned
 }
 
 // Warnings are the annotations ignored, each with why: keys under the
 // driver's prefixes it does not know.
 func (v *Values) Warnings() []Problem { return v.warnings }
 
+// Notes are the annotations ignored by design, each with why.
+func (v *Values) Notes() []Problem { return v.notes }
+
 // ReasonIgnored is the event reason for an annotation that is ignored.
 const ReasonIgnored = "UnknownLoadBalancerAnnotation"
+
+// ReasonNotApplied is the (Normal) event reason for an annotation that is
+// ignored by design, as the upstream CCM ignores it.
+const ReasonNotApplied = "LoadBalancerAnnotationNotApplied"
 
 // Report records a Warning event on the Service for each ignored
 // annotation and for each problem, and returns Err: the one step every
@@ -272,6 +288,9 @@ func (v *Values) Report(rec record.EventRecorder) error {
 	if rec != nil {
 		for _, w := range v.warnings {
 			rec.Event(v.svc, v1.EventTypeWarning, ReasonIgnored, Clip(w.Key+": "+w.Msg))
+		}
+		for _, n := range v.notes {
+			rec.Event(v.svc, v1.EventTypeNormal, ReasonNotApplied, Clip(n.Key+": "+n.Msg))
 		}
 	}
 	err := v.Err()
@@ -330,8 +349,31 @@ func (v *Values) Map(key string) map[string]string {
 // it (a key of another kind of load balancer): its value, valid or not, is
 // neither used nor a problem, and a warning says why. Nothing if absent.
 func (v *Values) Ignore(key, why string) {
+	if v.drop(key) {
+		v.warnings = append(v.warnings, Problem{Key: key, Msg: why + ", ignored"})
+	}
+}
+
+// NotApplied drops an annotation as Ignore does, where ignoring it is what
+// the upstream CCM does too (e.g. a health check path without the override
+// that enables it): a Normal event says so, not a Warning.
+func (v *Values) NotApplied(key, why string) {
+	if v.drop(key) {
+		v.notes = append(v.notes, Problem{Key: key, Msg: why + ", not applied"})
+	}
+}
+
+// Note says something about an annotation that is applied, in a Normal
+// event: e.g. that it means what the upstream CCM makes it mean, which may
+// surprise.
+func (v *Values) Note(key, msg string) {
+	v.notes = append(v.notes, Problem{Key: key, Msg: msg})
+}
+
+// drop forgets key's value and its problems; false if it was not given.
+func (v *Values) drop(key string) bool {
 	if _, ok := v.svc.Annotations[key]; !ok {
-		return
+		return false
 	}
 	delete(v.vals, key)
 	kept := v.problems[:0]
@@ -341,7 +383,7 @@ func (v *Values) Ignore(key, why string) {
 		}
 	}
 	v.problems = kept
-	v.warnings = append(v.warnings, Problem{Key: key, Msg: why + ", ignored"})
+	return true
 }
 
 // Fail records a problem found by the driver, e.g. two annotations that

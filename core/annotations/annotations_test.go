@@ -446,3 +446,29 @@ func TestIgnore(t *testing.T) {
 		t.Error("the other key was lost")
 	}
 }
+
+// NotApplied drops a key as Ignore does, but says so in a Normal event,
+// not a Warning: the upstream CCM ignores it too.
+func TestNotApplied(t *testing.T) {
+	s := annotations.NewSet([]string{pfx}, annotations.Int(pfx+"n", 1, 9, "1", "N."))
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{pfx + "n": "not a number"}}}
+	v := s.Parse(svc)
+	v.NotApplied(pfx+"n", "only with the override")
+	v.NotApplied(pfx+"absent", "never said")
+	rec := record.NewFakeRecorder(10)
+	if err := v.Report(rec); err != nil {
+		t.Errorf("Report = %v, want the key's problem gone", err)
+	}
+	close(rec.Events)
+	var got []string
+	for e := range rec.Events {
+		got = append(got, e)
+	}
+	want := "Normal " + annotations.ReasonNotApplied + " " + pfx + "n: only with the override, not applied"
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("events %q, want [%q]", got, want)
+	}
+	if len(v.Warnings()) != 0 || len(v.Notes()) != 1 {
+		t.Errorf("warnings %+v, notes %+v", v.Warnings(), v.Notes())
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/digitalocean/godo"
@@ -98,15 +99,15 @@ var LBAnnotations = annotations.NewSet(
 	annotations.Bool(AnnDisableLetsEncryptDNS, "false", "Do not create a DNS A record for a Let's Encrypt certificate."),
 	annotations.String(AnnHostname, "a DNS name", "", "Publish this hostname in status.loadBalancer.ingress instead of the IP.", nil),
 	annotations.Enum(AnnAlgorithm, []string{"round_robin", "least_connections"}, "round_robin", "Balancing algorithm (deprecated by DigitalOcean; kept for compatibility)."),
-	annotations.Bool(AnnOverrideHealthCheck, "false", "Use healthcheck-port, -path and -protocol instead of kube-proxy's health check."),
-	annotations.Int(AnnHealthCheckPort, 1, 65535, "", "Service port to health-check (only with override-health-check); its node port is checked."),
-	annotations.String(AnnHealthCheckPath, "an absolute path, e.g. /healthz", "/", "Health check path for http and https checks (only with override-health-check).", func(s string) error {
+	annotations.Present(AnnOverrideHealthCheck, "Use healthcheck-port, -path and -protocol instead of kube-proxy's health check. As in the DigitalOcean CCM, the key's presence counts, not its value (\"false\" turns it on too)."),
+	annotations.Int(AnnHealthCheckPort, 1, 65535, "the first TCP port", "Service port to health-check (only with override-health-check); its node port is checked."),
+	annotations.String(AnnHealthCheckPath, "an absolute path, e.g. /healthz", "/", "Health check path for http and https checks (only with override-health-check; given alone, it makes the check http).", func(s string) error {
 		if !strings.HasPrefix(s, "/") {
 			return fmt.Errorf("not absolute")
 		}
 		return nil
 	}),
-	annotations.Enum(AnnHealthCheckProtocol, []string{"tcp", "http", "https"}, "tcp", "Health check protocol (only with override-health-check)."),
+	annotations.Enum(AnnHealthCheckProtocol, []string{"tcp", "http", "https"}, "tcp, or http with a healthcheck-path", "Health check protocol (only with override-health-check)."),
 	annotations.Int(AnnHealthCheckInterval, 3, 300, "3", "Seconds between health checks."),
 	annotations.Int(AnnHealthCheckTimeout, 3, 300, "5", "Seconds to wait for a health check response."),
 	annotations.Int(AnnHealthCheckUnhealthy, 2, 10, "3", "Failed checks before a node is taken out."),
@@ -351,35 +352,54 @@ func healthCheck(svc *v1.Service, a *annotations.Values) *godo.HealthCheck {
 	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort != 0 {
 		hc.Port = int(svc.Spec.HealthCheckNodePort)
 	}
-	if !a.Bool(AnnOverrideHealthCheck, false) {
+	// The DigitalOcean CCM turns the override on when the key is there at
+	// all, whatever its value, and without it ignores port, path and
+	// protocol; so do we, saying so in a Normal event.
+	if !a.Has(AnnOverrideHealthCheck) {
 		for _, k := range []string{AnnHealthCheckPort, AnnHealthCheckPath, AnnHealthCheckProtocol} {
-			if a.Has(k) {
-				a.Fail(k, "only applies together with %s: \"true\" (as in the DigitalOcean CCM); add it or remove this annotation", AnnOverrideHealthCheck)
-			}
+			a.NotApplied(k, "used only together with "+AnnOverrideHealthCheck+" (as in the DigitalOcean CCM); kube-proxy's health check is used")
 		}
 		return hc
 	}
-	hc.Protocol = a.String(AnnHealthCheckProtocol, "tcp")
+	if off, err := strconv.ParseBool(strings.TrimSpace(svc.Annotations[AnnOverrideHealthCheck])); err == nil && !off {
+		a.Note(AnnOverrideHealthCheck, "the key is there, so the override is on whatever its value (as in the DigitalOcean CCM); remove the key to turn it off")
+	}
+	def := "tcp"
+	if a.Has(AnnHealthCheckPath) {
+		def = "http"
+	}
+	hc.Protocol = a.String(AnnHealthCheckProtocol, def)
 	hc.Path = ""
 	if hc.Protocol != "tcp" {
 		hc.Path = a.String(AnnHealthCheckPath, "/")
-	} else if a.Has(AnnHealthCheckPath) {
-		a.Fail(AnnHealthCheckPath, "applies to http and https health checks only; set %s or remove this annotation", AnnHealthCheckProtocol)
+	} else {
+		a.NotApplied(AnnHealthCheckPath, "a tcp health check has no path")
 	}
 	if a.Has(AnnHealthCheckPort) {
 		want := a.Int(AnnHealthCheckPort, 0)
 		found := false
 		for _, p := range svc.Spec.Ports {
-			if int(p.Port) == want && p.NodePort != 0 {
-				hc.Port, found = int(p.NodePort), true
+			if int(p.Port) != want || p.NodePort == 0 {
+				continue
 			}
+			if p.Protocol == v1.ProtocolUDP {
+				a.Fail(AnnHealthCheckPort, "%d is a UDP port, which a health check cannot use; name a TCP port of the Service", want)
+			}
+			hc.Port, found = int(p.NodePort), true
 		}
 		if !found {
 			a.Fail(AnnHealthCheckPort, "%d is not a port of the Service (give the Service port, not the node port)", want)
 		}
-	} else if len(svc.Spec.Ports) > 0 {
-		hc.Port = int(svc.Spec.Ports[0].NodePort)
+		return hc
 	}
+	// As upstream: the first TCP port's node port.
+	for _, p := range svc.Spec.Ports {
+		if p.Protocol == v1.ProtocolTCP && p.NodePort != 0 {
+			hc.Port = int(p.NodePort)
+			return hc
+		}
+	}
+	a.Fail(AnnOverrideHealthCheck, "the Service has no TCP port to health-check; set %s to one, or remove %s", AnnHealthCheckPort, AnnOverrideHealthCheck)
 	return hc
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -420,25 +421,42 @@ func TestDesiredLB(t *testing.T) {
 			want: []specProblem{{AnnHealthCheckPort, "30080 is not a port of the Service (give the Service port, not the node port)"}},
 		},
 		{
-			name: "health check settings without override",
-			svc: specService(map[string]string{
-				AnnHealthCheckPort: "80", AnnHealthCheckPath: "/x", AnnHealthCheckProtocol: "http",
-			}),
-			want: []specProblem{
-				{AnnHealthCheckPort, AnnOverrideHealthCheck},
-				{AnnHealthCheckPath, AnnOverrideHealthCheck},
-				{AnnHealthCheckProtocol, AnnOverrideHealthCheck},
+			name: "override health check: a path alone makes it http",
+			svc:  specService(map[string]string{AnnOverrideHealthCheck: "", AnnHealthCheckPath: "/x"}),
+			check: func(t *testing.T, req *godo.LoadBalancerRequest) {
+				if hc := req.HealthCheck; hc.Protocol != "http" || hc.Port != 30080 || hc.Path != "/x" {
+					t.Errorf("HealthCheck = %+v, want http /x on node port 30080", hc)
+				}
 			},
 		},
 		{
-			name: "health check path with a tcp check",
-			svc:  specService(map[string]string{AnnOverrideHealthCheck: "true", AnnHealthCheckPath: "/x"}),
-			want: []specProblem{{AnnHealthCheckPath, "applies to http and https health checks only"}},
+			name: "override health check: the first TCP port, not a UDP one",
+			svc:  specService(map[string]string{AnnOverrideHealthCheck: "true"}, specPort(v1.ProtocolUDP, 53, 30053), p443),
+			check: func(t *testing.T, req *godo.LoadBalancerRequest) {
+				if hc := req.HealthCheck; hc.Protocol != "tcp" || hc.Port != 30443 {
+					t.Errorf("HealthCheck = %+v, want tcp on node port 30443", hc)
+				}
+			},
 		},
 		{
-			name: "health check with override false",
+			name: "override health check on a UDP port",
+			svc:  specService(map[string]string{AnnOverrideHealthCheck: "true", AnnHealthCheckPort: "53"}, specPort(v1.ProtocolUDP, 53, 30053), p443),
+			want: []specProblem{{AnnHealthCheckPort, "53 is a UDP port"}},
+		},
+		{
+			name: "override health check without a TCP port",
+			svc:  specService(map[string]string{AnnOverrideHealthCheck: "true"}, specPort(v1.ProtocolUDP, 53, 30053)),
+			want: []specProblem{{AnnOverrideHealthCheck, "no TCP port"}},
+		},
+		{
+			// The DigitalOcean CCM looks at the key's presence only.
+			name: "health check with override false is still overridden",
 			svc:  specService(map[string]string{AnnOverrideHealthCheck: "false", AnnHealthCheckPath: "/x"}),
-			want: []specProblem{{AnnHealthCheckPath, "only applies together with " + AnnOverrideHealthCheck}},
+			check: func(t *testing.T, req *godo.LoadBalancerRequest) {
+				if hc := req.HealthCheck; hc.Protocol != "http" || hc.Path != "/x" {
+					t.Errorf("HealthCheck = %+v, want http /x", hc)
+				}
+			},
 		},
 		{
 			name: "health check timing",
@@ -673,17 +691,16 @@ func TestDesiredLB(t *testing.T) {
 
 func TestDesiredLBReportsEveryProblem(t *testing.T) {
 	svc := specService(map[string]string{
-		AnnProtocol: "https", AnnSizeSlug: "lb-small", AnnSizeUnit: "2", AnnHealthCheckPath: "/x", AnnStickyCookieTTL: "5",
+		AnnProtocol: "https", AnnSizeSlug: "lb-small", AnnSizeUnit: "2", AnnHealthCheckPort: "x", AnnStickyCookieTTL: "5",
 	}, specPort(v1.ProtocolTCP, 80, 0))
 	_, probs := specRun(t, svc, specInputs())
 	specCheckProblems(t, probs, []specProblem{
 		{AnnSizeSlug, "not both"},
-		{AnnHealthCheckPath, "override"},
 		{AnnStickyCookieTTL, "only applies"},
 		{"spec.ports", "no node port"},
 	})
-	if len(probs) != 4 {
-		t.Errorf("%d problems, want 4: %+v", len(probs), probs)
+	if len(probs) != 3 {
+		t.Errorf("%d problems, want 3 (an invalid health check port without the override is not one): %+v", len(probs), probs)
 	}
 }
 
@@ -741,5 +758,50 @@ func TestDesiredLBWarnsOfUnknownAnnotations(t *testing.T) {
 	}
 	if len(got) != len(want) || got[0] != want[0] || !strings.HasPrefix(got[1], want[1]) {
 		t.Errorf("warnings %q, want %q", got, want)
+	}
+}
+
+// Without the override the DigitalOcean CCM ignores the health check's
+// port, path and protocol, whatever their values; so do we, with a Normal
+// event per key, and kube-proxy's check is used. A tcp override ignores a
+// path the same way. The rest of the Service is applied.
+func TestHealthCheckKeysNotApplied(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ann  map[string]string
+		want []string
+	}{
+		{"without override", map[string]string{AnnHealthCheckPort: "80", AnnHealthCheckPath: "no-slash", AnnHealthCheckProtocol: "gopher"},
+			[]string{AnnHealthCheckPort, AnnHealthCheckPath, AnnHealthCheckProtocol}},
+		{"tcp override with a path", map[string]string{AnnOverrideHealthCheck: "true", AnnHealthCheckProtocol: "tcp", AnnHealthCheckPath: "/x"},
+			[]string{AnnHealthCheckPath}},
+		{"override false", map[string]string{AnnOverrideHealthCheck: "False"}, []string{AnnOverrideHealthCheck}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.ann[AnnSizeUnit] = "3"
+			svc := specService(c.ann)
+			a := LBAnnotations.Parse(svc)
+			req := desiredLB(svc, a, specInputs())
+			if err := a.Err(); err != nil {
+				t.Fatalf("Err() = %v, want nil", err)
+			}
+			if req.SizeUnit != 3 {
+				t.Errorf("SizeUnit = %d, want the rest of the Service applied", req.SizeUnit)
+			}
+			var got []string
+			for _, n := range a.Notes() {
+				got = append(got, n.Key)
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("notes on %v, want %v: %+v", got, c.want, a.Notes())
+			}
+			if c.ann[AnnOverrideHealthCheck] == "" {
+				if hc := req.HealthCheck; hc.Protocol != "http" || hc.Port != kubeProxyHealthPort || hc.Path != kubeProxyHealthPath {
+					t.Errorf("HealthCheck = %+v, want kube-proxy's", hc)
+				}
+			} else if req.HealthCheck.Path != "" {
+				t.Errorf("a tcp check got path %q", req.HealthCheck.Path)
+			}
+		})
 	}
 }

@@ -1010,3 +1010,31 @@ func TestUpdateChangesTargetsOnly(t *testing.T) {
 		t.Errorf("droplets %v, want node-c's %d among them", got.DropletIDs, dr.ID)
 	}
 }
+
+// A Service that sets health check keys without the override, which the
+// DigitalOcean CCM ignores, gets its load balancer with kube-proxy's check
+// and one Normal event per key, not a frozen Service.
+func TestHealthCheckKeysWithoutOverride(t *testing.T) {
+	e := newLBEnv(t)
+	lb, _ := e.created(e.service(map[string]string{
+		digitalocean.AnnHealthCheckPath:     "/ready",
+		digitalocean.AnnHealthCheckProtocol: "https",
+	}))
+	if hc := lb.HealthCheck; hc.Protocol != "http" || hc.Port != 10256 || hc.Path != "/healthz" {
+		t.Errorf("health check %+v, want kube-proxy's", hc)
+	}
+	var notes []string
+	for _, ev := range lbEvents(e.rec) {
+		if !strings.HasPrefix(ev, "Normal "+annotations.ReasonNotApplied+" ") {
+			if strings.HasPrefix(ev, "Warning") {
+				t.Errorf("event %q", ev)
+			}
+			continue
+		}
+		notes = append(notes, ev)
+	}
+	if len(notes) != 2 || !strings.Contains(notes[0]+notes[1], digitalocean.AnnHealthCheckPath) ||
+		!strings.Contains(notes[0]+notes[1], digitalocean.AnnHealthCheckProtocol) {
+		t.Errorf("notes %q, want one per key", notes)
+	}
+}
