@@ -145,6 +145,16 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 		cur.DropletIDs = req.DropletIDs
 		req = cur
 	}
+	// A Let's Encrypt certificate DigitalOcean renewed has a new ID, which
+	// the load balancer already uses: follow it rather than put back the
+	// ID the Service names, which no longer exists.
+	renewed := ""
+	if lb != nil && !update {
+		if renewed, err = l.renewedCertificate(ctx, a, lb); err != nil {
+			return nil, err
+		}
+		useCertificate(req, a.String(AnnCertificateID, ""), renewed)
+	}
 	var plan loadbalancers.Plan
 	if lb == nil {
 		plan.Add(loadbalancers.Change{Action: loadbalancers.Create, Kind: "load balancer", Name: req.Name})
@@ -172,6 +182,11 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	}
 	if err := l.recordID(ctx, svc, lb.ID); err != nil {
 		return nil, err
+	}
+	if renewed != "" {
+		if err := l.recordCertificate(ctx, svc, renewed); err != nil {
+			return nil, err
+		}
 	}
 	if lb.Status == "new" {
 		// DigitalOcean refuses changes until the LB is built.
@@ -367,15 +382,22 @@ func (l *loadBalancers) recordID(ctx context.Context, svc *v1.Service, id string
 	if svc.Annotations[AnnLoadBalancerID] == id {
 		return nil
 	}
+	if err := l.annotate(ctx, svc, AnnLoadBalancerID, id); err != nil {
+		return fmt.Errorf("recording load balancer %s on Service %s/%s: %w", id, svc.Namespace, svc.Name, err)
+	}
+	return nil
+}
+
+// annotate sets one annotation on the Service (a merge patch: nothing
+// else on it is touched).
+func (l *loadBalancers) annotate(ctx context.Context, svc *v1.Service, key, value string) error {
 	kube, err := l.client()
 	if err != nil {
 		return err
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnLoadBalancerID: id}}})
-	if _, err := kube.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "polyccm"}); err != nil {
-		return fmt.Errorf("recording load balancer %s on Service %s/%s: %w", id, svc.Namespace, svc.Name, err)
-	}
-	return nil
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
+	_, err = kube.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "polyccm"})
+	return err
 }
 
 // region is where the LB lives: the config's region if set, else the one
@@ -427,27 +449,6 @@ func tagSafe(s string) string {
 		}
 		return '-'
 	}, s)
-}
-
-// certificateID resolves a certificate name.
-func (l *loadBalancers) certificateID(ctx context.Context, name string) (string, error) {
-	id := ""
-	err := pages(ctx, l.c, "certificates.list", l.c.client.Certificates.List, func(page []godo.Certificate, _ *godo.Response) bool {
-		for _, c := range page {
-			if c.Name == name {
-				id = c.ID
-				return false
-			}
-		}
-		return true
-	})
-	switch {
-	case err != nil:
-		return "", fmt.Errorf("looking up certificate %q: %w", name, err)
-	case id == "":
-		return "", fmt.Errorf("no certificate named %q (doctl compute certificate list)", name)
-	}
-	return id, nil
 }
 
 // status is what the Service publishes.

@@ -53,6 +53,44 @@ func (s *Server) AddCertificate(name string) Certificate {
 	return c.clone()
 }
 
+// AddLetsEncryptCertificate stores a Let's Encrypt certificate for
+// domains, as DigitalOcean makes one (type lets_encrypt, verified).
+func (s *Server) AddLetsEncryptCertificate(name string, domains ...string) Certificate {
+	c := s.AddCertificate(name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.certs[c.ID]
+	st.Type = "lets_encrypt"
+	st.DNSNames = slices.Clone(domains)
+	return st.clone()
+}
+
+// RenewLetsEncryptCertificate does what DigitalOcean does when a Let's
+// Encrypt certificate nears expiry: a new certificate with the same name
+// and a new ID replaces it, every load balancer rule that used the old ID
+// uses the new one, and the old certificate is gone. It returns the new
+// certificate; false if id is not a Let's Encrypt certificate.
+func (s *Server) RenewLetsEncryptCertificate(id string) (Certificate, bool) {
+	s.mu.Lock()
+	old, ok := s.certs[id]
+	s.mu.Unlock()
+	if !ok || old.Type != "lets_encrypt" {
+		return Certificate{}, false
+	}
+	c := s.AddLetsEncryptCertificate(old.Name, old.DNSNames...)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.certs, id)
+	for _, lb := range s.lbs {
+		for i := range lb.ForwardingRules {
+			if lb.ForwardingRules[i].CertificateID == id {
+				lb.ForwardingRules[i].CertificateID = c.ID
+			}
+		}
+	}
+	return c, true
+}
+
 // RemoveCertificate deletes a certificate, reporting whether it existed.
 // Load balancers keep referring to it, as they would after an expiry.
 func (s *Server) RemoveCertificate(id string) bool {

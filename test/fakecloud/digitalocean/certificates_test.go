@@ -101,3 +101,36 @@ func TestCertificateWireShape(t *testing.T) {
 		t.Errorf("empty list = %s", body)
 	}
 }
+
+// A Let's Encrypt renewal, as DigitalOcean does it: same name, new ID, the
+// old ID gone (404), and the load balancer's rules moved to the new one.
+func TestLetsEncryptRenewal(t *testing.T) {
+	s, c := start(t)
+	var got *godo.Certificate
+	ctx := context.Background()
+	le := s.AddLetsEncryptCertificate("shop", "shop.example.com")
+	lb := s.AddLoadBalancer(LoadBalancer{Name: "a", ForwardingRules: []ForwardingRule{
+		{EntryProtocol: "https", EntryPort: 443, TargetProtocol: "http", TargetPort: 30443, CertificateID: le.ID},
+		{EntryProtocol: "tcp", EntryPort: 80, TargetProtocol: "tcp", TargetPort: 30080},
+	}})
+	if _, ok := s.RenewLetsEncryptCertificate(s.AddCertificate("custom").ID); ok {
+		t.Error("a custom certificate was renewed")
+	}
+	renewed, ok := s.RenewLetsEncryptCertificate(le.ID)
+	if !ok || renewed.ID == le.ID || renewed.Name != "shop" || renewed.Type != "lets_encrypt" {
+		t.Fatalf("renewal = %+v, %v", renewed, ok)
+	}
+	_, _, err := c.Certificates.Get(ctx, le.ID)
+	apiErr(t, err, http.StatusNotFound)
+	got, _, err = c.Certificates.Get(ctx, renewed.ID)
+	if err != nil || got.Type != "lets_encrypt" || !reflect.DeepEqual(got.DNSNames, []string{"shop.example.com"}) {
+		t.Errorf("the new certificate: %+v, %v", got, err)
+	}
+	after, _, err := c.LoadBalancers.Get(ctx, lb.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.ForwardingRules[0].CertificateID != renewed.ID || after.ForwardingRules[1].CertificateID != "" {
+		t.Errorf("rules after the renewal: %+v", after.ForwardingRules)
+	}
+}
