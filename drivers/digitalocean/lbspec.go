@@ -54,6 +54,7 @@ const (
 	AnnSizeUnit              = annPrefix + "size-unit"
 	AnnType                  = annPrefix + "type"
 	AnnNetwork               = annPrefix + "network"
+	AnnNetworkStack          = annPrefix + "network-stack"
 	AnnBackendKeepalive      = annPrefix + "enable-backend-keepalive"
 	AnnHTTPIdleTimeout       = annPrefix + "http-idle-timeout-seconds"
 	AnnDenyRules             = annPrefix + "deny-rules"
@@ -125,6 +126,7 @@ var LBAnnotations = annotations.NewSet(
 	annotations.Int(AnnSizeUnit, 1, 200, "1", "Number of load balancer nodes; not with size-slug."),
 	annotations.Enum(AnnType, []string{"REGIONAL", "REGIONAL_NETWORK"}, "REGIONAL", "REGIONAL (HTTP-aware) or REGIONAL_NETWORK (layer 4, TCP and UDP only)."),
 	annotations.Enum(AnnNetwork, []string{"EXTERNAL", "INTERNAL"}, "EXTERNAL", "EXTERNAL (public IP) or INTERNAL (VPC only). Cannot change after creation."),
+	annotations.Enum(AnnNetworkStack, []string{"IPV4", "DUALSTACK"}, "DUALSTACK when spec.ipFamilies has IPv6, else IPV4", "IPV4 or DUALSTACK (IPv4 and IPv6) for a new load balancer; DUALSTACK is refused for INTERNAL ones. An existing load balancer keeps its stack."),
 	annotations.Bool(AnnBackendKeepalive, "false", "Keep HTTP connections to the nodes open."),
 	annotations.Int(AnnHTTPIdleTimeout, 30, 600, "60", "HTTP idle timeout in seconds."),
 	annotations.List(AnnDenyRules, "comma-separated ip:ADDRESS or cidr:PREFIX", "Firewall rules blocking sources.", annotations.CIDROrIP),
@@ -176,7 +178,13 @@ func desiredLB(svc *v1.Service, a *annotations.Values, in lbInputs) *godo.LoadBa
 		EnableBackendKeepalive: a.Bool(AnnBackendKeepalive, false),
 	}
 	sort.Ints(req.DropletIDs)
-	if wantsIPv6(svc) {
+	switch {
+	case a.Has(AnnNetworkStack):
+		req.NetworkStack = a.String(AnnNetworkStack, "IPV4")
+		if req.NetworkStack == "DUALSTACK" && req.Network == "INTERNAL" {
+			a.Fail(AnnNetworkStack, "DUALSTACK is not supported for INTERNAL load balancers (as in the DigitalOcean CCM); use IPV4 or remove the annotation")
+		}
+	case wantsIPv6(svc) && req.Network != "INTERNAL":
 		req.NetworkStack = "DUALSTACK"
 	}
 	if a.Has(AnnAlgorithm) {

@@ -654,11 +654,35 @@ func TestDesiredLB(t *testing.T) {
 				s.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
 				return s
 			}(),
-			check: func(t *testing.T, req *godo.LoadBalancerRequest) {
-				if req.NetworkStack != "DUALSTACK" {
-					t.Errorf("NetworkStack = %q", req.NetworkStack)
-				}
-			},
+			check: stackIs("DUALSTACK"),
+		},
+		{
+			name: "network-stack wins over ipFamilies",
+			svc: func() *v1.Service {
+				s := specService(map[string]string{AnnNetworkStack: "ipv4"})
+				s.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
+				return s
+			}(),
+			check: stackIs("IPV4"),
+		},
+		{
+			name:  "network-stack DUALSTACK",
+			svc:   specService(map[string]string{AnnNetworkStack: "DUALSTACK"}),
+			check: stackIs("DUALSTACK"),
+		},
+		{
+			name: "INTERNAL is IPV4 even for an IPv6 Service",
+			svc: func() *v1.Service {
+				s := specService(map[string]string{AnnNetwork: "INTERNAL"})
+				s.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol}
+				return s
+			}(),
+			check: stackIs("IPV4"),
+		},
+		{
+			name: "DUALSTACK INTERNAL",
+			svc:  specService(map[string]string{AnnNetwork: "INTERNAL", AnnNetworkStack: "DUALSTACK"}),
+			want: []specProblem{{AnnNetworkStack, "not supported for INTERNAL"}},
 		},
 		{
 			name: "IPv4 only",
@@ -667,11 +691,7 @@ func TestDesiredLB(t *testing.T) {
 				s.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol}
 				return s
 			}(),
-			check: func(t *testing.T, req *godo.LoadBalancerRequest) {
-				if req.NetworkStack != "IPV4" {
-					t.Errorf("NetworkStack = %q", req.NetworkStack)
-				}
-			},
+			check: stackIs("IPV4"),
 		},
 	}
 	for _, c := range cases {
@@ -803,5 +823,15 @@ func TestHealthCheckKeysNotApplied(t *testing.T) {
 				t.Errorf("a tcp check got path %q", req.HealthCheck.Path)
 			}
 		})
+	}
+}
+
+// stackIs checks the request's network stack.
+func stackIs(want string) func(*testing.T, *godo.LoadBalancerRequest) {
+	return func(t *testing.T, req *godo.LoadBalancerRequest) {
+		t.Helper()
+		if req.NetworkStack != want {
+			t.Errorf("NetworkStack = %q, want %q", req.NetworkStack, want)
+		}
 	}
 }

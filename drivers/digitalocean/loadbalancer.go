@@ -1,6 +1,7 @@
 package digitalocean
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,9 +17,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
+	"github.com/polyccm/polyccm/core/annotations"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/driver"
 	"github.com/polyccm/polyccm/core/loadbalancers"
@@ -144,6 +147,9 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 		}
 		cur.DropletIDs = req.DropletIDs
 		req = cur
+	}
+	if lb != nil {
+		keepNetworkStack(l.deps.Recorder, svc, a, lb, req)
 	}
 	// A Let's Encrypt certificate DigitalOcean renewed has a new ID, which
 	// the load balancer already uses: follow it rather than put back the
@@ -466,6 +472,26 @@ func status(svc *v1.Service, lb *godo.LoadBalancer) *v1.LoadBalancerStatus {
 	return st
 }
 
+// keepNetworkStack keeps an existing load balancer's network stack. The
+// stack is chosen when a load balancer is made, and the DigitalOcean CCM
+// has chosen differently over its releases (DUALSTACK for REGIONAL since
+// v0.1.63): a load balancer it made must not freeze its Service on a
+// switch. A network-stack annotation that asks for another stack is said
+// in a Warning event; the rest of the Service is applied.
+func keepNetworkStack(rec record.EventRecorder, svc *v1.Service, a *annotations.Values, lb *godo.LoadBalancer, req *godo.LoadBalancerRequest) {
+	have := cmp.Or(lb.NetworkStack, "IPV4")
+	// Said only when the Service asks for it: the annotation, or IPv6 in
+	// spec.ipFamilies. An IPv4 Service on a DUALSTACK load balancer is
+	// what the DigitalOcean CCM makes by default, not a mismatch.
+	asked := a.Has(AnnNetworkStack) || (wantsIPv6(svc) && have == "IPV4")
+	if asked && req.NetworkStack != have && rec != nil {
+		rec.Eventf(svc, v1.EventTypeWarning, "LoadBalancerNetworkStackKept",
+			"network stack %s (%s or spec.ipFamilies) applies when a load balancer is made; load balancer %s keeps %s. Delete and recreate the Service to change it",
+			req.NetworkStack, AnnNetworkStack, lb.ID, have)
+	}
+	req.NetworkStack = have
+}
+
 // immutableChanged refuses changes DigitalOcean cannot make in place.
 func immutableChanged(lb *godo.LoadBalancer, req *godo.LoadBalancerRequest) error {
 	orDefault := func(v, def string) string {
@@ -480,9 +506,6 @@ func immutableChanged(lb *godo.LoadBalancer, req *godo.LoadBalancerRequest) erro
 	}
 	if orDefault(lb.Type, "REGIONAL") != req.Type {
 		bad = append(bad, fmt.Sprintf("type %s -> %s (%s)", orDefault(lb.Type, "REGIONAL"), req.Type, AnnType))
-	}
-	if orDefault(lb.NetworkStack, "IPV4") != req.NetworkStack {
-		bad = append(bad, fmt.Sprintf("network stack %s -> %s (spec.ipFamilies)", orDefault(lb.NetworkStack, "IPV4"), req.NetworkStack))
 	}
 	if lb.Region != nil && req.Region != "" && lb.Region.Slug != req.Region {
 		bad = append(bad, fmt.Sprintf("region %s -> %s (drivers.digitalocean.region, or the nodes' region)", lb.Region.Slug, req.Region))

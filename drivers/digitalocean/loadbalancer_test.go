@@ -648,16 +648,6 @@ func TestImmutableChanges(t *testing.T) {
 			t.Errorf("VPC %s, %d updates", lb.VPCUUID, e.calls(lbPut))
 		}
 	})
-	t.Run("network stack", func(t *testing.T) {
-		e := newLBEnv(t)
-		_, svc := e.created(e.service(nil))
-		e.active(svc)
-		svc.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
-		_, err := e.ensure(e.update(svc))
-		if err == nil || !strings.Contains(err.Error(), "network stack IPV4 -> DUALSTACK") || e.calls(lbPut) != 0 {
-			t.Errorf("Ensure = %v, %d updates", err, e.calls(lbPut))
-		}
-	})
 }
 
 func TestErroredLB(t *testing.T) {
