@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"context"
+
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
@@ -51,4 +53,19 @@ type RouteCloud interface {
 // volume-labels controller.
 type VolumeCloud interface {
 	Volumes() volumes.Source
+}
+
+// TaskCloud is a Cloud with loops of its own that serve LoadBalancer
+// Services (DigitalOcean's public-access firewall and cluster tags). They
+// run beside the service controller, so only while polyccm leads and only
+// when controllers.services is on.
+type TaskCloud interface {
+	Tasks() []Task
+}
+
+// Task is one such loop. Run blocks until ctx ends; it reports its own
+// failures (events, logs) and retries them itself.
+type Task struct {
+	Name string
+	Run  func(ctx context.Context)
 }

@@ -26,6 +26,9 @@ type cloud struct {
 	// volumes is core's batched disk lookup for the volume-labels
 	// controller; nil when the driver has no volumes capability.
 	volumes *volumes.Volumes
+	// tasks are the driver's own loops, started with the service
+	// controller.
+	tasks []driver.Task
 }
 
 var _ cloudprovider.Interface = (*cloud)(nil)
@@ -44,6 +47,9 @@ func assemble(d driver.Driver, dc driver.Cloud, o instances.Options, services co
 			lb = loadbalancers.Rules(lb, loadbalancers.RuleOptions{Services: services, Instances: c.instances})
 			c.lb = c.progress.Track(lb)
 		}
+	}
+	if tc, ok := dc.(driver.TaskCloud); ok {
+		c.tasks = tc.Tasks()
 	}
 	if rc, ok := dc.(driver.RouteCloud); ok {
 		c.routes = rc.Routes()

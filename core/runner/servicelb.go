@@ -11,6 +11,7 @@ import (
 	servicecontroller "k8s.io/cloud-provider/controllers/service"
 	genericcontrollermanager "k8s.io/controller-manager/app"
 	"k8s.io/controller-manager/controller"
+	"k8s.io/klog/v2"
 )
 
 // serviceLBController starts the upstream service controller as upstream
@@ -38,6 +39,10 @@ var serviceLBController = app.ControllerInitFuncConstructor{
 				return nil, false, fmt.Errorf("starting the service controller: %w", err)
 			}
 			go sc.Run(ctx, int(cc.ComponentConfig.ServiceController.ConcurrentServiceSyncs), cctx.ControllerManagerMetrics)
+			for _, t := range c.tasks {
+				klog.InfoS("Starting driver task", "task", t.Name, "driver", c.name)
+				go t.Run(ctx)
+			}
 			return nil, true, nil
 		}
 	},

@@ -41,11 +41,54 @@ type Config struct {
 	// Region places load balancers when no node carries a region label
 	// yet; normally the nodes' region is used.
 	Region string `koanf:"region"`
+	// ClusterID is the DigitalOcean CCM's DO_CLUSTER_ID (a DOKS cluster's
+	// UUID): load balancers are tagged k8s:<clusterID>, as that CCM tags
+	// them. Unset, they get no cluster tag, as with that CCM.
+	ClusterID string `koanf:"clusterID"`
+	// LoadBalancer holds defaults for new load balancers.
+	LoadBalancer LoadBalancerConfig `koanf:"loadBalancer"`
+	// Firewall is the DigitalOcean CCM's public-access firewall
+	// (PUBLIC_ACCESS_FIREWALL_NAME and _TAGS); off while Name is empty.
+	Firewall FirewallConfig `koanf:"firewall"`
+}
+
+// LoadBalancerConfig is drivers.digitalocean.loadBalancer.
+type LoadBalancerConfig struct {
+	// DefaultType is the type of a load balancer whose Service has no
+	// do-loadbalancer-type annotation: REGIONAL_NETWORK, as the
+	// DigitalOcean CCM (DEFAULT_LB_TYPE), or REGIONAL. The type chosen is
+	// written on the Service, so changing this never changes a live one.
+	DefaultType string `koanf:"defaultType"`
+}
+
+// defaultType is the type of a new load balancer whose Service names none.
+func (c *Config) defaultType() string {
+	if c.LoadBalancer.DefaultType == "" {
+		return typeRegionalNetwork
+	}
+	return c.LoadBalancer.DefaultType
+}
+
+// FirewallConfig is drivers.digitalocean.firewall.
+type FirewallConfig struct {
+	// Name of the Cloud Firewall polyccm keeps open for NodePort Services
+	// and REGIONAL_NETWORK load balancers. Empty: no firewall is managed.
+	Name string `koanf:"name"`
+	// Tags are the droplet tags the firewall applies to (the cluster's
+	// nodes); required with Name.
+	Tags []string `koanf:"tags"`
 }
 
 var (
 	uuidRE   = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 	regionRE = regexp.MustCompile(`^[a-z]{3}[0-9]$`)
+	tagRE    = regexp.MustCompile(`^[A-Za-z0-9:_-]{1,255}$`)
+)
+
+// Load balancer types.
+const (
+	typeRegional        = "REGIONAL"
+	typeRegionalNetwork = "REGIONAL_NETWORK"
 )
 
 // Validate checks the subtree; keys are relative to drivers.digitalocean.
@@ -60,6 +103,23 @@ func (c *Config) Validate() error {
 	if c.Region != "" && !regionRE.MatchString(c.Region) {
 		errs = append(errs, config.Problem{Key: "region", Msg: fmt.Sprintf("%q is not a region slug (like fra1 or nyc3)", c.Region)})
 	}
+	if t := c.LoadBalancer.DefaultType; t != "" && t != typeRegional && t != typeRegionalNetwork {
+		errs = append(errs, config.Problem{Key: "loadBalancer.defaultType", Msg: fmt.Sprintf("%q is not a load balancer type: use REGIONAL_NETWORK (the DigitalOcean CCM's default) or REGIONAL", t)})
+	}
+	if c.ClusterID != "" && !tagRE.MatchString("k8s:"+c.ClusterID) {
+		errs = append(errs, config.Problem{Key: "clusterID", Msg: fmt.Sprintf("%q cannot be part of a tag (k8s:<clusterID>): use letters, digits, '-', '_' and ':' (a DOKS cluster's UUID)", c.ClusterID)})
+	}
+	switch {
+	case c.Firewall.Name != "" && len(c.Firewall.Tags) == 0:
+		errs = append(errs, config.Problem{Key: "firewall.tags", Msg: "required with firewall.name: the droplet tags of the cluster's nodes, which the firewall applies to"})
+	case c.Firewall.Name == "" && len(c.Firewall.Tags) > 0:
+		errs = append(errs, config.Problem{Key: "firewall.name", Msg: "required with firewall.tags: the name of the Cloud Firewall polyccm keeps open (or remove firewall.tags to manage none)"})
+	}
+	for i, t := range c.Firewall.Tags {
+		if !tagRE.MatchString(t) {
+			errs = append(errs, config.Problem{Key: fmt.Sprintf("firewall.tags[%d]", i), Msg: fmt.Sprintf("%q is not a DigitalOcean tag: letters, digits, '-', '_' and ':', at most 255", t)})
+		}
+	}
 	if c.VPCID != "" && !uuidRE.MatchString(c.VPCID) {
 		errs = append(errs, config.Problem{Key: "vpcID", Msg: fmt.Sprintf("%q is not a VPC UUID (like 5a4981aa-9653-4bd1-bef5-d6bff52042e4)", c.VPCID)})
 	}
@@ -69,7 +129,7 @@ func (c *Config) Validate() error {
 func init() {
 	driver.Register(driver.Driver{
 		Name:            Name,
-		NewConfig:       func() any { return &Config{APIURL: DefaultAPIURL} },
+		NewConfig:       func() any { return &Config{APIURL: DefaultAPIURL, LoadBalancer: LoadBalancerConfig{DefaultType: typeRegionalNetwork}} },
 		New:             New,
 		Capabilities:    []driver.Capability{driver.Instances, driver.LoadBalancers, driver.Volumes},
 		Classify:        classify,
