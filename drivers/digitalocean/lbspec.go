@@ -462,3 +462,23 @@ func dropletIDsOf(nodes []*v1.Node) (ids []int, skipped []string) {
 	sort.Ints(ids)
 	return ids, skipped
 }
+
+// lbTypeOf is the type of svc's load balancer: the type annotation (which
+// the driver writes back once the load balancer exists), else def, the
+// configured default. An invalid annotation counts as unset here; it is
+// reported where the load balancer is built.
+func lbTypeOf(svc *v1.Service, def string) string {
+	switch t := strings.TrimSpace(svc.Annotations[AnnType]); t {
+	case typeRegional, typeRegionalNetwork:
+		return t
+	}
+	return def
+}
+
+// lbNetworkOf is EXTERNAL or INTERNAL, as lbTypeOf.
+func lbNetworkOf(svc *v1.Service) string {
+	if strings.TrimSpace(svc.Annotations[AnnNetwork]) == "INTERNAL" {
+		return "INTERNAL"
+	}
+	return "EXTERNAL"
+}
