@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
 	"github.com/polyccm/polyccm/core/cloudapi"
@@ -18,6 +19,12 @@ type Instances interface {
 	// instance is gone.
 	InstanceExists(ctx context.Context, node *v1.Node) (bool, error)
 	Forget(node *v1.Node)
+}
+
+// metadataSource is an Instances that also knows an instance's addresses
+// (core/instances.Instances does, from the same cached lookup).
+type metadataSource interface {
+	InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error)
 }
 
 // The Nodes whose instance the cloud definitively says is gone are left
@@ -73,6 +80,8 @@ const lookups = 256
 // what to do with them, and a lookup by name could cost a cloud call.
 func (l *rules) live(ctx context.Context, svc *v1.Service, nodes []*v1.Node) []*v1.Node {
 	gone := make([]bool, len(nodes))
+	filled := make([]*v1.Node, len(nodes))
+	meta, _ := l.o.Instances.(metadataSource)
 	sem := make(chan struct{}, lookups)
 	var wg sync.WaitGroup
 	for i, n := range nodes {
@@ -84,6 +93,9 @@ func (l *rules) live(ctx context.Context, svc *v1.Service, nodes []*v1.Node) []*
 			defer func() { <-sem }()
 			exists, err := l.o.Instances.InstanceExists(ctx, n)
 			gone[i] = err == nil && !exists
+			if !gone[i] && meta != nil && !hasAddress(n, v1.NodeExternalIP) {
+				filled[i] = withCloudAddresses(ctx, meta, n)
+			}
 		})
 	}
 	wg.Wait()
@@ -94,6 +106,9 @@ func (l *rules) live(ctx context.Context, svc *v1.Service, nodes []*v1.Node) []*
 			left = append(left, n.Name)
 			continue
 		}
+		if filled[i] != nil {
+			n = filled[i]
+		}
 		out = append(out, n)
 	}
 	if len(left) > 0 {
@@ -101,4 +116,38 @@ func (l *rules) live(ctx context.Context, svc *v1.Service, nodes []*v1.Node) []*
 			"service", klog.KObj(svc), "nodes", left)
 	}
 	return out
+}
+
+// withCloudAddresses is a copy of a Node that has no external address
+// yet, with the addresses the cloud reports for its instance; nil if the
+// cloud knows none either. The node controller writes a new Node's
+// addresses just after its providerID, and the service controller does
+// not sync again on an address change, so a driver that picks targets by
+// address (DigitalOcean's REGIONAL_NETWORK needs a public one) would leave
+// a joining Node out until some other change came. The lookup is the one
+// the existence check just made, from the cache.
+func withCloudAddresses(ctx context.Context, meta metadataSource, n *v1.Node) *v1.Node {
+	md, err := meta.InstanceMetadata(ctx, n)
+	if err != nil || md == nil || len(md.NodeAddresses) == 0 {
+		return nil
+	}
+	found := false
+	for _, a := range md.NodeAddresses {
+		found = found || a.Type == v1.NodeExternalIP
+	}
+	if !found {
+		return nil
+	}
+	c := n.DeepCopy()
+	c.Status.Addresses = append([]v1.NodeAddress(nil), md.NodeAddresses...)
+	return c
+}
+
+func hasAddress(n *v1.Node, kind v1.NodeAddressType) bool {
+	for _, a := range n.Status.Addresses {
+		if a.Type == kind {
+			return true
+		}
+	}
+	return false
 }

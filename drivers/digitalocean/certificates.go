@@ -98,7 +98,7 @@ func useCertificate(req *godo.LoadBalancerRequest, old, renewed string) {
 // certificate-id annotation, as the DigitalOcean CCM does, so the Service
 // names the certificate in use.
 func (l *loadBalancers) recordCertificate(ctx context.Context, svc *v1.Service, id string) error {
-	if err := l.annotate(ctx, svc, AnnCertificateID, id); err != nil {
+	if err := l.annotate(ctx, svc, map[string]string{AnnCertificateID: id}); err != nil {
 		return fmt.Errorf("recording the renewed certificate %s on Service %s/%s: %w", id, svc.Namespace, svc.Name, err)
 	}
 	klog.InfoS("Let's Encrypt certificate renewed; recorded its new ID on the Service", "service", klog.KObj(svc), "annotation", AnnCertificateID, "certificate", id)

@@ -46,7 +46,7 @@ func (c *contractFake) AddInstance(*testing.T) *v1.Node {
 	c.n++
 	name := fmt.Sprintf("contract-%d", c.n)
 	dr := c.fake.AddDroplet(fake.Droplet{Name: name, Region: lbRegion})
-	return lbNode(name, digitalocean.ProviderID(dr.ID), map[string]string{v1.LabelTopologyRegion: lbRegion})
+	return lbNode(name, dr, map[string]string{v1.LabelTopologyRegion: lbRegion})
 }
 
 func (c *contractFake) RemoveInstance(t *testing.T, n *v1.Node) {

@@ -128,8 +128,10 @@ func (c *Config) Validate() error {
 
 func init() {
 	driver.Register(driver.Driver{
-		Name:            Name,
-		NewConfig:       func() any { return &Config{APIURL: DefaultAPIURL, LoadBalancer: LoadBalancerConfig{DefaultType: typeRegionalNetwork}} },
+		Name: Name,
+		NewConfig: func() any {
+			return &Config{APIURL: DefaultAPIURL, LoadBalancer: LoadBalancerConfig{DefaultType: typeRegionalNetwork}, Firewall: FirewallConfig{Tags: []string{}}}
+		},
 		New:             New,
 		Capabilities:    []driver.Capability{driver.Instances, driver.LoadBalancers, driver.Volumes},
 		Classify:        classify,

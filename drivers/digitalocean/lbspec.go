@@ -2,6 +2,7 @@ package digitalocean
 
 import (
 	"fmt"
+	"net/netip"
 	"regexp"
 	"slices"
 	"sort"
@@ -55,6 +56,9 @@ const (
 	AnnType                  = annPrefix + "type"
 	AnnNetwork               = annPrefix + "network"
 	AnnNetworkStack          = annPrefix + "network-stack"
+	AnnHTTP3Port             = annPrefix + "http3-port"
+	AnnIP                    = annPrefix + "ip"
+	AnnSubnetUUID            = annPrefix + "subnet-uuid"
 	AnnBackendKeepalive      = annPrefix + "enable-backend-keepalive"
 	AnnHTTPIdleTimeout       = annPrefix + "http-idle-timeout-seconds"
 	AnnDenyRules             = annPrefix + "deny-rules"
@@ -124,9 +128,22 @@ var LBAnnotations = annotations.NewSet(
 	annotations.Int(AnnStickyCookieTTL, 1, 86400*7, "", "Cookie lifetime in seconds for sticky sessions."),
 	annotations.Enum(AnnSizeSlug, []string{"lb-small", "lb-medium", "lb-large"}, "", "Load balancer size (deprecated by DigitalOcean in favour of size-unit); not with size-unit."),
 	annotations.Int(AnnSizeUnit, 1, 200, "1", "Number of load balancer nodes; not with size-slug."),
-	annotations.Enum(AnnType, []string{"REGIONAL", "REGIONAL_NETWORK"}, "REGIONAL", "REGIONAL (HTTP-aware) or REGIONAL_NETWORK (layer 4, TCP and UDP only)."),
+	annotations.Enum(AnnType, []string{"REGIONAL", "REGIONAL_NETWORK"}, "drivers.digitalocean.loadBalancer.defaultType (REGIONAL_NETWORK)", "REGIONAL (HTTP-aware, proxies to node ports) or REGIONAL_NETWORK (layer 4, TCP and UDP, packets straight to the nodes). Written on the Service once the load balancer exists, as the DigitalOcean CCM does; cannot change after creation."),
 	annotations.Enum(AnnNetwork, []string{"EXTERNAL", "INTERNAL"}, "EXTERNAL", "EXTERNAL (public IP) or INTERNAL (VPC only). Cannot change after creation."),
-	annotations.Enum(AnnNetworkStack, []string{"IPV4", "DUALSTACK"}, "DUALSTACK when spec.ipFamilies has IPv6, else IPV4", "IPV4 or DUALSTACK (IPv4 and IPv6) for a new load balancer; DUALSTACK is refused for INTERNAL ones. An existing load balancer keeps its stack."),
+	annotations.Enum(AnnNetworkStack, []string{"IPV4", "DUALSTACK"}, "DUALSTACK for REGIONAL; for REGIONAL_NETWORK DUALSTACK when every node has IPv6, else IPV4; IPV4 for INTERNAL", "IPV4 or DUALSTACK (IPv4 and IPv6) for a new load balancer; DUALSTACK is refused for INTERNAL ones, and for REGIONAL_NETWORK ones while a node has no IPv6. An existing load balancer keeps its stack."),
+	annotations.Int(AnnHTTP3Port, 1, 65535, "", "Service port that also serves HTTP/3 (one port; needs certificate-id or certificate-name, not tls-passthrough); the port keeps its HTTPS or HTTP/2 rule."),
+	annotations.String(AnnIP, "an IPv4 address", "", "Reserved (BYOIP) address for a new load balancer, unassigned, in its region. Create only: an existing load balancer keeps its address.", func(s string) error {
+		if ip, err := netip.ParseAddr(s); err != nil || !ip.Is4() {
+			return fmt.Errorf("not an IPv4 address")
+		}
+		return nil
+	}),
+	annotations.String(AnnSubnetUUID, "a VPC subnet UUID", "", "VPC subnet of a new load balancer (a DigitalOcean private preview). Cannot change after creation.", func(s string) error {
+		if !uuidRE.MatchString(s) {
+			return fmt.Errorf("not a UUID")
+		}
+		return nil
+	}),
 	annotations.Bool(AnnBackendKeepalive, "false", "Keep HTTP connections to the nodes open."),
 	annotations.Int(AnnHTTPIdleTimeout, 30, 600, "60", "HTTP idle timeout in seconds."),
 	annotations.List(AnnDenyRules, "comma-separated ip:ADDRESS or cidr:PREFIX", "Firewall rules blocking sources.", annotations.CIDROrIP),
@@ -156,6 +173,11 @@ type lbInputs struct {
 	region     string
 	vpcID      string
 	dropletIDs []int
+	// typ is the type when the Service names none: the existing load
+	// balancer's, else drivers.digitalocean.loadBalancer.defaultType.
+	typ string
+	// nodes are the targets' address families, for the network stack.
+	nodes nodeStacks
 	// certID resolves certificate-name; nil when not needed.
 	certID func(name string) (string, error)
 	tags   []string
@@ -168,25 +190,19 @@ func desiredLB(svc *v1.Service, a *annotations.Values, in lbInputs) *godo.LoadBa
 		Name:                   lbName(svc),
 		Region:                 in.region,
 		VPCUUID:                in.vpcID,
-		Type:                   a.String(AnnType, "REGIONAL"),
+		Type:                   a.String(AnnType, in.typ),
 		Network:                a.String(AnnNetwork, "EXTERNAL"),
-		NetworkStack:           "IPV4",
 		DropletIDs:             append([]int(nil), in.dropletIDs...),
 		Tags:                   in.tags,
 		RedirectHttpToHttps:    a.Bool(AnnRedirectHTTPToHTTPS, false),
 		EnableProxyProtocol:    a.Bool(AnnProxyProtocol, false),
 		EnableBackendKeepalive: a.Bool(AnnBackendKeepalive, false),
+		IP:                     a.String(AnnIP, ""),
+		VPCSubnetUUID:          a.String(AnnSubnetUUID, ""),
 	}
 	sort.Ints(req.DropletIDs)
-	switch {
-	case a.Has(AnnNetworkStack):
-		req.NetworkStack = a.String(AnnNetworkStack, "IPV4")
-		if req.NetworkStack == "DUALSTACK" && req.Network == "INTERNAL" {
-			a.Fail(AnnNetworkStack, "DUALSTACK is not supported for INTERNAL load balancers (as in the DigitalOcean CCM); use IPV4 or remove the annotation")
-		}
-	case wantsIPv6(svc) && req.Network != "INTERNAL":
-		req.NetworkStack = "DUALSTACK"
-	}
+	in.nodes.check(a, req.Type, req.Network)
+	req.NetworkStack = networkStack(a, req.Type, req.Network, in.nodes)
 	if a.Has(AnnAlgorithm) {
 		req.Algorithm = a.String(AnnAlgorithm, "")
 	}
@@ -209,7 +225,11 @@ func desiredLB(svc *v1.Service, a *annotations.Values, in lbInputs) *godo.LoadBa
 		req.DisableLetsEncryptDNSRecords = &v
 	}
 
-	req.ForwardingRules = forwardingRules(svc, a, in)
+	if req.Type == typeRegionalNetwork {
+		req.ForwardingRules = networkRules(svc, a)
+	} else {
+		req.ForwardingRules = forwardingRules(svc, a, in)
+	}
 	req.HealthCheck = healthCheck(svc, a)
 	req.StickySessions = stickySessions(a, req.ForwardingRules)
 	req.Firewall = firewall(svc, a)
@@ -217,20 +237,7 @@ func desiredLB(svc *v1.Service, a *annotations.Values, in lbInputs) *godo.LoadBa
 	if req.RedirectHttpToHttps && !hasRule(req.ForwardingRules, "https", "http2") {
 		a.Fail(AnnRedirectHTTPToHTTPS, "needs an HTTPS or HTTP/2 rule to redirect to (tls-ports, http2-ports or protocol)")
 	}
-	if req.Type == "REGIONAL_NETWORK" && hasRule(req.ForwardingRules, "http", "https", "http2") {
-		a.Fail(AnnType, "REGIONAL_NETWORK load balancers forward TCP and UDP only; remove the protocol, tls-ports, http-ports and http2-ports annotations")
-	}
 	return req
-}
-
-// wantsIPv6 reports whether the Service asks for an IPv6 ingress.
-func wantsIPv6(svc *v1.Service) bool {
-	for _, f := range svc.Spec.IPFamilies {
-		if f == v1.IPv6Protocol {
-			return true
-		}
-	}
-	return false
 }
 
 func hasRule(rules []godo.ForwardingRule, protocols ...string) bool {
@@ -240,6 +247,32 @@ func hasRule(rules []godo.ForwardingRule, protocols ...string) bool {
 		}
 	}
 	return false
+}
+
+// networkRules are a REGIONAL_NETWORK load balancer's rules, as the
+// DigitalOcean CCM makes them: TCP or UDP, each Service port to the same
+// port on the droplets, whose kube-proxy takes packets addressed to the
+// load balancer's IP. HTTP settings do not apply; they are said so, not
+// refused, as that CCM ignores them.
+func networkRules(svc *v1.Service, a *annotations.Values) []godo.ForwardingRule {
+	for _, k := range []string{AnnProtocol, AnnTLSPorts, AnnHTTPPorts, AnnHTTP2Ports, AnnHTTP3Port, AnnCertificateID, AnnCertificateName, AnnTLSPassthrough} {
+		a.NotApplied(k, "REGIONAL_NETWORK load balancers forward TCP and UDP only (set "+AnnType+": REGIONAL for HTTP rules)")
+	}
+	var rules []godo.ForwardingRule
+	for _, p := range svc.Spec.Ports {
+		proto := "tcp"
+		switch p.Protocol {
+		case v1.ProtocolUDP:
+			proto = "udp"
+		case v1.ProtocolTCP, "":
+		default:
+			a.Fail("spec.ports", "protocol %s (port %d) is not supported by DigitalOcean load balancers: use TCP or UDP", p.Protocol, p.Port)
+			continue
+		}
+		rules = append(rules, godo.ForwardingRule{EntryProtocol: proto, EntryPort: int(p.Port), TargetProtocol: proto, TargetPort: int(p.Port)})
+	}
+	sortRules(a, rules)
+	return rules
 }
 
 func forwardingRules(svc *v1.Service, a *annotations.Values, in lbInputs) []godo.ForwardingRule {
@@ -330,6 +363,39 @@ func forwardingRules(svc *v1.Service, a *annotations.Values, in lbInputs) []godo
 		}
 		rules = append(rules, r)
 	}
+	if r, ok := http3Rule(svc, a, certID, passthrough); ok {
+		rules = append(rules, r)
+	}
+	sortRules(a, rules)
+	return rules
+}
+
+// http3Rule is the one HTTP/3 rule the http3-port annotation asks for,
+// beside that port's HTTPS or HTTP/2 rule, as the DigitalOcean CCM makes
+// it: the certificate's, to the port's node port over HTTP.
+func http3Rule(svc *v1.Service, a *annotations.Values, certID string, passthrough bool) (godo.ForwardingRule, bool) {
+	if !a.Has(AnnHTTP3Port) {
+		return godo.ForwardingRule{}, false
+	}
+	port := a.Int(AnnHTTP3Port, 0)
+	switch {
+	case passthrough:
+		a.Fail(AnnHTTP3Port, "HTTP/3 cannot be used with tls-passthrough; remove one")
+	case certID == "":
+		a.Fail(AnnHTTP3Port, "HTTP/3 needs certificate-id or certificate-name")
+	}
+	for _, p := range svc.Spec.Ports {
+		if int(p.Port) == port && p.NodePort != 0 && p.Protocol != v1.ProtocolUDP {
+			return godo.ForwardingRule{EntryProtocol: "http3", EntryPort: port, TargetProtocol: "http", TargetPort: int(p.NodePort), CertificateID: certID}, true
+		}
+	}
+	a.Fail(AnnHTTP3Port, "port %d is not a TCP port of the Service", port)
+	return godo.ForwardingRule{}, false
+}
+
+// sortRules orders rules by port, and refuses one port for two transports
+// (an HTTP/3 rule shares its port with that port's HTTPS rule by design).
+func sortRules(a *annotations.Values, rules []godo.ForwardingRule) {
 	sort.Slice(rules, func(i, j int) bool {
 		if rules[i].EntryPort != rules[j].EntryPort {
 			return rules[i].EntryPort < rules[j].EntryPort
@@ -337,11 +403,10 @@ func forwardingRules(svc *v1.Service, a *annotations.Values, in lbInputs) []godo
 		return rules[i].EntryProtocol < rules[j].EntryProtocol
 	})
 	for i := 1; i < len(rules); i++ {
-		if rules[i].EntryPort == rules[i-1].EntryPort {
+		if rules[i].EntryPort == rules[i-1].EntryPort && rules[i].EntryProtocol != "http3" && rules[i-1].EntryProtocol != "http3" {
 			a.Fail("spec.ports", "port %d is used for both TCP and UDP, which DigitalOcean load balancers cannot do", rules[i].EntryPort)
 		}
 	}
-	return rules
 }
 
 // healthCheck defaults to kube-proxy's health endpoint: :10256/healthz for

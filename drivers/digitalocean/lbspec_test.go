@@ -42,7 +42,8 @@ func specService(ann map[string]string, ports ...v1.ServicePort) *v1.Service {
 }
 
 func specInputs() lbInputs {
-	return lbInputs{region: "fra1", vpcID: "vpc-1", dropletIDs: []int{30, 10, 20}, tags: []string{"polyccm:test"}}
+	return lbInputs{region: "fra1", vpcID: "vpc-1", dropletIDs: []int{30, 10, 20}, tags: []string{"k8s:test"}, typ: "REGIONAL",
+		nodes: nodeStacks{ready: make([]*v1.Node, 3), v4Only: []string{"n1", "n2", "n3"}}}
 }
 
 // specProblem is a problem expected on key whose message contains msg.
@@ -97,10 +98,10 @@ func TestDesiredLBDefaults(t *testing.T) {
 		VPCUUID:      "vpc-1",
 		Type:         "REGIONAL",
 		Network:      "EXTERNAL",
-		NetworkStack: "IPV4",
+		NetworkStack: "DUALSTACK",
 		SizeUnit:     1,
 		DropletIDs:   []int{10, 20, 30},
-		Tags:         []string{"polyccm:test"},
+		Tags:         []string{"k8s:test"},
 		ForwardingRules: []godo.ForwardingRule{
 			{EntryProtocol: "udp", EntryPort: 53, TargetProtocol: "udp", TargetPort: 30053},
 			tcpRule(80, 30080),
@@ -172,6 +173,7 @@ func TestDesiredLB(t *testing.T) {
 		in    func(*lbInputs)
 		check func(t *testing.T, req *godo.LoadBalancerRequest)
 		want  []specProblem
+		notes []string // annotations said not applied
 	}{
 		{
 			name: "name annotation",
@@ -552,9 +554,82 @@ func TestDesiredLB(t *testing.T) {
 			},
 		},
 		{
-			name: "REGIONAL_NETWORK with an http rule",
-			svc:  specService(map[string]string{AnnType: "REGIONAL_NETWORK", AnnProtocol: "http"}),
-			want: []specProblem{{AnnType, "REGIONAL_NETWORK load balancers forward TCP and UDP only"}},
+			name: "REGIONAL_NETWORK ignores HTTP settings, as upstream",
+			svc:  specService(map[string]string{AnnType: "REGIONAL_NETWORK", AnnProtocol: "http", AnnTLSPorts: "443"}, specPort(v1.ProtocolTCP, 80, 30080), specPort(v1.ProtocolTCP, 443, 30443), specPort(v1.ProtocolUDP, 53, 30053)),
+			check: func(t *testing.T, req *godo.LoadBalancerRequest) {
+				// Each Service port to the same port on the droplets.
+				want := []godo.ForwardingRule{{EntryProtocol: "udp", EntryPort: 53, TargetProtocol: "udp", TargetPort: 53}, tcpRule(80, 80), tcpRule(443, 443)}
+				if !reflect.DeepEqual(req.ForwardingRules, want) {
+					t.Errorf("rules = %+v, want %+v", req.ForwardingRules, want)
+				}
+			},
+			notes: []string{AnnProtocol, AnnTLSPorts},
+		},
+		{
+			name: "the default type when the Service names none",
+			svc:  specService(nil),
+			in:   func(in *lbInputs) { in.typ = "REGIONAL_NETWORK" },
+			check: func(t *testing.T, req *godo.LoadBalancerRequest) {
+				if req.Type != "REGIONAL_NETWORK" || req.ForwardingRules[0].TargetPort != 80 {
+					t.Errorf("type %s, rules %+v; want REGIONAL_NETWORK to port 80", req.Type, req.ForwardingRules)
+				}
+			},
+		},
+		{
+			name: "HTTP/3 beside HTTPS",
+			svc:  specService(map[string]string{AnnCertificateID: cert, AnnHTTP3Port: "443"}, p443),
+			check: func(t *testing.T, req *godo.LoadBalancerRequest) {
+				want := []godo.ForwardingRule{
+					{EntryProtocol: "http3", EntryPort: 443, TargetProtocol: "http", TargetPort: 30443, CertificateID: cert},
+					https(443, 30443),
+				}
+				if !reflect.DeepEqual(req.ForwardingRules, want) {
+					t.Errorf("rules = %+v, want %+v", req.ForwardingRules, want)
+				}
+			},
+		},
+		{
+			name: "HTTP/3 without a certificate",
+			svc:  specService(map[string]string{AnnHTTP3Port: "443", AnnProtocol: "tcp"}, p443),
+			want: []specProblem{{AnnHTTP3Port, "needs certificate-id or certificate-name"}},
+		},
+		{
+			name: "HTTP/3 with passthrough",
+			svc:  specService(map[string]string{AnnHTTP3Port: "443", AnnTLSPassthrough: "true"}, p443),
+			want: []specProblem{{AnnHTTP3Port, "tls-passthrough"}},
+		},
+		{
+			name: "HTTP/3 on a port the Service lacks",
+			svc:  specService(map[string]string{AnnHTTP3Port: "8443", AnnCertificateID: cert}, p443),
+			want: []specProblem{{AnnHTTP3Port, "not a TCP port of the Service"}},
+		},
+		{
+			name: "ip",
+			svc:  specService(map[string]string{AnnIP: " 198.51.100.7 "}),
+			check: func(t *testing.T, req *godo.LoadBalancerRequest) {
+				if req.IP != "198.51.100.7" {
+					t.Errorf("IP = %q", req.IP)
+				}
+			},
+		},
+		{
+			name: "ip not IPv4",
+			svc:  specService(map[string]string{AnnIP: "2001:db8::1"}),
+			want: []specProblem{{AnnIP, "want an IPv4 address"}},
+		},
+		{
+			name: "subnet",
+			svc:  specService(map[string]string{AnnSubnetUUID: "5a4981aa-9653-4bd1-bef5-d6bff52042e4"}),
+			check: func(t *testing.T, req *godo.LoadBalancerRequest) {
+				if req.VPCSubnetUUID != "5a4981aa-9653-4bd1-bef5-d6bff52042e4" {
+					t.Errorf("subnet = %q", req.VPCSubnetUUID)
+				}
+			},
+		},
+		{
+			name: "subnet not a UUID",
+			svc:  specService(map[string]string{AnnSubnetUUID: "subnet-1"}),
+			want: []specProblem{{AnnSubnetUUID, "want a VPC subnet UUID"}},
 		},
 		{
 			name: "REGIONAL_NETWORK with an idle timeout",
@@ -648,35 +723,27 @@ func TestDesiredLB(t *testing.T) {
 			want: []specProblem{{"spec.ports", "port 53 is used for both TCP and UDP"}},
 		},
 		{
-			name: "IPv6 means DUALSTACK",
+			name:  "REGIONAL is DUALSTACK by default",
+			svc:   specService(nil),
+			check: stackIs("DUALSTACK"),
+		},
+		{
+			name: "spec.ipFamilies do not decide, as upstream",
 			svc: func() *v1.Service {
 				s := specService(nil)
-				s.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
+				s.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol}
 				return s
 			}(),
 			check: stackIs("DUALSTACK"),
 		},
 		{
-			name: "network-stack wins over ipFamilies",
-			svc: func() *v1.Service {
-				s := specService(map[string]string{AnnNetworkStack: "ipv4"})
-				s.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
-				return s
-			}(),
+			name:  "network-stack IPV4",
+			svc:   specService(map[string]string{AnnNetworkStack: "ipv4"}),
 			check: stackIs("IPV4"),
 		},
 		{
-			name:  "network-stack DUALSTACK",
-			svc:   specService(map[string]string{AnnNetworkStack: "DUALSTACK"}),
-			check: stackIs("DUALSTACK"),
-		},
-		{
-			name: "INTERNAL is IPV4 even for an IPv6 Service",
-			svc: func() *v1.Service {
-				s := specService(map[string]string{AnnNetwork: "INTERNAL"})
-				s.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol}
-				return s
-			}(),
+			name:  "INTERNAL is IPV4",
+			svc:   specService(map[string]string{AnnNetwork: "INTERNAL"}),
 			check: stackIs("IPV4"),
 		},
 		{
@@ -685,13 +752,35 @@ func TestDesiredLB(t *testing.T) {
 			want: []specProblem{{AnnNetworkStack, "not supported for INTERNAL"}},
 		},
 		{
-			name: "IPv4 only",
-			svc: func() *v1.Service {
-				s := specService(nil)
-				s.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol}
-				return s
-			}(),
+			name:  "REGIONAL_NETWORK with IPv4-only nodes is IPV4",
+			svc:   specService(map[string]string{AnnType: "REGIONAL_NETWORK"}),
 			check: stackIs("IPV4"),
+		},
+		{
+			name:  "REGIONAL_NETWORK with dual-stack nodes is DUALSTACK",
+			svc:   specService(map[string]string{AnnType: "REGIONAL_NETWORK"}),
+			in:    func(in *lbInputs) { in.nodes = nodeStacks{ready: make([]*v1.Node, 2), dual: 2} },
+			check: stackIs("DUALSTACK"),
+		},
+		{
+			name:  "REGIONAL_NETWORK with no target yet is IPV4",
+			svc:   specService(map[string]string{AnnType: "REGIONAL_NETWORK"}),
+			in:    func(in *lbInputs) { in.nodes = nodeStacks{} },
+			check: stackIs("IPV4"),
+		},
+		{
+			name: "REGIONAL_NETWORK DUALSTACK with an IPv4-only node",
+			svc:  specService(map[string]string{AnnType: "REGIONAL_NETWORK", AnnNetworkStack: "DUALSTACK"}),
+			in: func(in *lbInputs) {
+				in.nodes = nodeStacks{ready: make([]*v1.Node, 2), dual: 1, v4Only: []string{"old-node"}}
+			},
+			want: []specProblem{{AnnNetworkStack, "old-node"}},
+		},
+		{
+			name: "REGIONAL_NETWORK EXTERNAL with private-only nodes",
+			svc:  specService(map[string]string{AnnType: "REGIONAL_NETWORK"}),
+			in:   func(in *lbInputs) { in.nodes = nodeStacks{noPublic: []string{"p1", "p2"}} },
+			want: []specProblem{{"nodes", "need a node with a public IPv4 address, and nodes p1, p2 have none"}},
 		},
 	}
 	for _, c := range cases {
@@ -704,6 +793,19 @@ func TestDesiredLB(t *testing.T) {
 			specCheckProblems(t, probs, c.want)
 			if c.check != nil {
 				c.check(t, req)
+			}
+			if c.notes != nil {
+				a := LBAnnotations.Parse(c.svc)
+				desiredLB(c.svc, a, in)
+				var got []string
+				for _, n := range a.Notes() {
+					got = append(got, n.Key)
+				}
+				for _, k := range c.notes {
+					if !slices.Contains(got, k) {
+						t.Errorf("no note on %s; notes %+v", k, a.Notes())
+					}
+				}
 			}
 		})
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -17,11 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
-	"github.com/polyccm/polyccm/core/annotations"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/driver"
 	"github.com/polyccm/polyccm/core/loadbalancers"
@@ -110,23 +107,8 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if region != "" && len(nodes) > 0 && len(local) == 0 {
 		a.Fail("drivers.digitalocean.region", "no node is in region %s, so the load balancer would have no targets; fix drivers.digitalocean.region", region)
 	}
-	ids, skipped := dropletIDsOf(local)
-	if len(skipped) > 0 {
-		klog.V(2).InfoS("Nodes without a DigitalOcean providerID are not load balancer targets yet", "service", klog.KObj(svc), "nodes", skipped)
-	}
-	in := lbInputs{
-		region:     region,
-		vpcID:      l.c.cfg.VPCID,
-		dropletIDs: ids,
-		tags:       l.tags(),
-		certID:     func(name string) (string, error) { return l.certificateID(ctx, name) },
-	}
-	req := desiredLB(svc, a, in)
-	if err := a.Report(l.deps.Recorder); err != nil {
-		return nil, err
-	}
-
-	// Observe.
+	// Observe first: a Service that names no type keeps its load
+	// balancer's, whatever the default is now.
 	lb, res, err := l.find(ctx, svc)
 	if err != nil {
 		return nil, err
@@ -134,6 +116,35 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if lb == nil && update {
 		return nil, nil
 	}
+	typ := l.c.cfg.defaultType()
+	if lb != nil {
+		typ = cmp.Or(lb.Type, typeRegional)
+	}
+	stacks := classifyNodes(local, a.String(AnnType, typ), a.String(AnnNetwork, "EXTERNAL"))
+	ids, skipped := dropletIDsOf(stacks.ready)
+	if len(skipped) > 0 {
+		klog.V(2).InfoS("Nodes without a DigitalOcean providerID are not load balancer targets yet", "service", klog.KObj(svc), "nodes", skipped)
+	}
+	if n := len(local) - len(stacks.ready); n > 0 {
+		klog.V(2).InfoS("Nodes left out of the load balancer for want of a usable address", "service", klog.KObj(svc), "noPublicAddress", stacks.noPublic, "ipv6Only", stacks.v6Only)
+	}
+	in := lbInputs{
+		region:     region,
+		vpcID:      l.c.cfg.VPCID,
+		dropletIDs: ids,
+		typ:        typ,
+		nodes:      stacks,
+		tags:       l.tags(),
+		certID:     func(name string) (string, error) { return l.certificateID(ctx, name) },
+	}
+	req := desiredLB(svc, a, in)
+	if lb != nil {
+		createOnly(a, lb, req)
+	}
+	if err := a.Report(l.deps.Recorder); err != nil {
+		return nil, err
+	}
+
 	// Plan: one load balancer, created or updated as a whole (the API
 	// takes the whole request either way).
 	if update && lb != nil {
@@ -186,7 +197,7 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if _, err := l.own.Check(ctx, svc, res); err != nil {
 		return nil, err
 	}
-	if err := l.recordID(ctx, svc, lb.ID); err != nil {
+	if err := l.record(ctx, svc, lb); err != nil {
 		return nil, err
 	}
 	if renewed != "" {
@@ -382,26 +393,34 @@ func (l *loadBalancers) update(ctx context.Context, id string, req *godo.LoadBal
 	return lb, nil
 }
 
-// recordID puts the LB's ID on the Service, so it is found by ID even if
-// renamed (the DigitalOcean CCM's annotation, so either can take over).
-func (l *loadBalancers) recordID(ctx context.Context, svc *v1.Service, id string) error {
-	if svc.Annotations[AnnLoadBalancerID] == id {
+// record puts the LB's ID and type on the Service, as the DigitalOcean
+// CCM does: found by ID even if renamed, and the type never changes under
+// the Service when the default does.
+func (l *loadBalancers) record(ctx context.Context, svc *v1.Service, lb *godo.LoadBalancer) error {
+	want := map[string]string{}
+	if svc.Annotations[AnnLoadBalancerID] != lb.ID {
+		want[AnnLoadBalancerID] = lb.ID
+	}
+	if t := cmp.Or(lb.Type, typeRegional); svc.Annotations[AnnType] != t {
+		want[AnnType] = t
+	}
+	if len(want) == 0 {
 		return nil
 	}
-	if err := l.annotate(ctx, svc, AnnLoadBalancerID, id); err != nil {
-		return fmt.Errorf("recording load balancer %s on Service %s/%s: %w", id, svc.Namespace, svc.Name, err)
+	if err := l.annotate(ctx, svc, want); err != nil {
+		return fmt.Errorf("recording load balancer %s on Service %s/%s: %w", lb.ID, svc.Namespace, svc.Name, err)
 	}
 	return nil
 }
 
-// annotate sets one annotation on the Service (a merge patch: nothing
-// else on it is touched).
-func (l *loadBalancers) annotate(ctx context.Context, svc *v1.Service, key, value string) error {
+// annotate sets annotations on the Service (a merge patch: nothing else
+// on it is touched).
+func (l *loadBalancers) annotate(ctx context.Context, svc *v1.Service, kv map[string]string) error {
 	kube, err := l.client()
 	if err != nil {
 		return err
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": kv}})
 	_, err = kube.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "polyccm"})
 	return err
 }
@@ -442,131 +461,15 @@ func inRegion(nodes []*v1.Node, region string) []*v1.Node {
 	return out
 }
 
-// tags mark LBs as this cluster's, for operators and inventory checks.
+// tags are the DigitalOcean CCM's cluster tag, k8s:<clusterID>, when a
+// cluster ID is configured. The API takes tags only when a load balancer
+// is made; the tag task (tags.go) puts the tag on older ones.
 func (l *loadBalancers) tags() []string {
-	return []string{"polyccm:" + tagSafe(l.cluster)}
-}
-
-func tagSafe(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == ':':
-			return r
-		}
-		return '-'
-	}, s)
-}
-
-// status is what the Service publishes.
-func status(svc *v1.Service, lb *godo.LoadBalancer) *v1.LoadBalancerStatus {
-	if h := svc.Annotations[AnnHostname]; h != "" {
-		return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{Hostname: h}}}
-	}
-	st := &v1.LoadBalancerStatus{}
-	if lb.IP != "" {
-		st.Ingress = append(st.Ingress, v1.LoadBalancerIngress{IP: lb.IP})
-	}
-	if lb.IPv6 != "" {
-		st.Ingress = append(st.Ingress, v1.LoadBalancerIngress{IP: lb.IPv6})
-	}
-	return st
-}
-
-// keepNetworkStack keeps an existing load balancer's network stack. The
-// stack is chosen when a load balancer is made, and the DigitalOcean CCM
-// has chosen differently over its releases (DUALSTACK for REGIONAL since
-// v0.1.63): a load balancer it made must not freeze its Service on a
-// switch. A network-stack annotation that asks for another stack is said
-// in a Warning event; the rest of the Service is applied.
-func keepNetworkStack(rec record.EventRecorder, svc *v1.Service, a *annotations.Values, lb *godo.LoadBalancer, req *godo.LoadBalancerRequest) {
-	have := cmp.Or(lb.NetworkStack, "IPV4")
-	// Said only when the Service asks for it: the annotation, or IPv6 in
-	// spec.ipFamilies. An IPv4 Service on a DUALSTACK load balancer is
-	// what the DigitalOcean CCM makes by default, not a mismatch.
-	asked := a.Has(AnnNetworkStack) || (wantsIPv6(svc) && have == "IPV4")
-	if asked && req.NetworkStack != have && rec != nil {
-		rec.Eventf(svc, v1.EventTypeWarning, "LoadBalancerNetworkStackKept",
-			"network stack %s (%s or spec.ipFamilies) applies when a load balancer is made; load balancer %s keeps %s. Delete and recreate the Service to change it",
-			req.NetworkStack, AnnNetworkStack, lb.ID, have)
-	}
-	req.NetworkStack = have
-}
-
-// immutableChanged refuses changes DigitalOcean cannot make in place.
-func immutableChanged(lb *godo.LoadBalancer, req *godo.LoadBalancerRequest) error {
-	orDefault := func(v, def string) string {
-		if v == "" {
-			return def
-		}
-		return v
-	}
-	var bad []string
-	if orDefault(lb.Network, "EXTERNAL") != req.Network {
-		bad = append(bad, fmt.Sprintf("network %s -> %s (%s)", orDefault(lb.Network, "EXTERNAL"), req.Network, AnnNetwork))
-	}
-	if orDefault(lb.Type, "REGIONAL") != req.Type {
-		bad = append(bad, fmt.Sprintf("type %s -> %s (%s)", orDefault(lb.Type, "REGIONAL"), req.Type, AnnType))
-	}
-	if lb.Region != nil && req.Region != "" && lb.Region.Slug != req.Region {
-		bad = append(bad, fmt.Sprintf("region %s -> %s (drivers.digitalocean.region, or the nodes' region)", lb.Region.Slug, req.Region))
-	}
-	if req.VPCUUID != "" && lb.VPCUUID != "" && lb.VPCUUID != req.VPCUUID {
-		bad = append(bad, fmt.Sprintf("VPC %s -> %s (drivers.digitalocean.vpcID)", lb.VPCUUID, req.VPCUUID))
-	}
-	if len(bad) == 0 {
+	if l.c.cfg.ClusterID == "" {
 		return nil
 	}
-	return fmt.Errorf("load balancer %s cannot change %s in place; put the old value back, or delete and recreate the Service", lb.ID, strings.Join(bad, ", "))
+	return []string{clusterTag(l.c.cfg.ClusterID)}
 }
 
-// diffLB lists the fields polyccm manages in which the LB differs from
-// what req asks for: none in a steady state, which then costs no update
-// call.
-func diffLB(lb *godo.LoadBalancer, req *godo.LoadBalancerRequest) []loadbalancers.Field {
-	cur := lb.AsRequest()
-	if lb.Region != nil {
-		cur.Region = lb.Region.Slug
-	}
-	norm := func(r *godo.LoadBalancerRequest) godo.LoadBalancerRequest {
-		c := *r
-		c.DropletIDs = slices.Clone(c.DropletIDs)
-		sort.Ints(c.DropletIDs)
-		c.ForwardingRules = slices.Clone(c.ForwardingRules)
-		sort.Slice(c.ForwardingRules, func(i, j int) bool { return c.ForwardingRules[i].EntryPort < c.ForwardingRules[j].EntryPort })
-		if c.Firewall != nil && len(c.Firewall.Allow) == 0 && len(c.Firewall.Deny) == 0 {
-			c.Firewall = nil
-		}
-		if c.Firewall != nil {
-			fw := *c.Firewall
-			fw.Allow, fw.Deny = slices.Clone(fw.Allow), slices.Clone(fw.Deny)
-			sort.Strings(fw.Allow)
-			sort.Strings(fw.Deny)
-			c.Firewall = &fw
-		}
-		if c.SizeSlug != "" {
-			c.SizeUnit = 0 // a slug LB reports a unit too
-		}
-		// Fields polyccm does not manage, or that only apply on create.
-		c.Tags, c.Tag, c.ProjectID, c.TLSCipherPolicy, c.Domains, c.GLBSettings = nil, "", "", "", nil, nil
-		c.TargetLoadBalancerIDs, c.VPCSubnetUUID, c.ValidateOnly, c.IP = nil, "", false, ""
-		if c.Algorithm == "round_robin" {
-			c.Algorithm = ""
-		}
-		if c.DisableLetsEncryptDNSRecords != nil && !*c.DisableLetsEncryptDNSRecords {
-			c.DisableLetsEncryptDNSRecords = nil
-		}
-		return c
-	}
-	a, b := norm(cur), norm(req)
-	if b.VPCUUID == "" {
-		a.VPCUUID = "" // the API fills in the region's default VPC
-	}
-	if b.SizeSlug == "" && a.SizeSlug != "" && b.SizeUnit != 0 {
-		a.SizeSlug = ""
-	}
-	if b.HTTPIdleTimeoutSeconds == nil {
-		// Not sent for REGIONAL_NETWORK; the API still reports its default.
-		a.HTTPIdleTimeoutSeconds = nil
-	}
-	return loadbalancers.Diff(a, b)
-}
+// clusterTag is the DigitalOcean CCM's buildK8sTag.
+func clusterTag(id string) string { return "k8s:" + id }

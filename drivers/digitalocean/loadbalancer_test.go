@@ -99,7 +99,9 @@ func newLBEnvAdopting(t *testing.T, adopt bool, opts ...lbOpt) *lbEnv {
 		MaxBackoff:  5 * time.Millisecond,
 	})
 	e := &lbEnv{t: t, fake: f, kube: k8sfake.NewClientset(), rec: record.NewFakeRecorder(100)}
-	cfg := &digitalocean.Config{Token: secret.Secret{Value: lbToken}, APIURL: f.URL()}
+	// Most tests here are about REGIONAL load balancers (HTTP rules, node
+	// ports); those of the product default set DefaultType back to "".
+	cfg := &digitalocean.Config{Token: secret.Secret{Value: lbToken}, APIURL: f.URL(), LoadBalancer: digitalocean.LoadBalancerConfig{DefaultType: "REGIONAL"}}
 	for _, o := range opts {
 		o(cfg)
 	}
@@ -121,13 +123,24 @@ func newLBEnvAdopting(t *testing.T, adopt bool, opts ...lbOpt) *lbEnv {
 	e.lbs = loadbalancers.Rules(lbc.LoadBalancer(), loadbalancers.RuleOptions{})
 	for _, name := range []string{"node-a", "node-b"} {
 		dr := f.AddDroplet(fake.Droplet{Name: name, Region: lbRegion})
-		e.nodes = append(e.nodes, lbNode(name, digitalocean.ProviderID(dr.ID), map[string]string{v1.LabelTopologyRegion: lbRegion}))
+		e.nodes = append(e.nodes, lbNode(name, dr, map[string]string{v1.LabelTopologyRegion: lbRegion}))
 	}
 	return e
 }
 
-func lbNode(name, providerID string, labels map[string]string) *v1.Node {
-	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: v1.NodeSpec{ProviderID: providerID}}
+// lbNode is the Node polyccm initializes for droplet dr: its providerID
+// and its addresses (which decide whether it can be a target).
+func lbNode(name string, dr fake.Droplet, labels map[string]string) *v1.Node {
+	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: v1.NodeSpec{ProviderID: digitalocean.ProviderID(dr.ID)}}
+	add := func(kind v1.NodeAddressType, ip string) {
+		if ip != "" {
+			n.Status.Addresses = append(n.Status.Addresses, v1.NodeAddress{Type: kind, Address: ip})
+		}
+	}
+	add(v1.NodeInternalIP, dr.PrivateIPv4)
+	add(v1.NodeExternalIP, dr.PublicIPv4)
+	add(v1.NodeExternalIP, dr.IPv6)
+	return n
 }
 
 func lbTCP(port, nodePort int32) v1.ServicePort {
@@ -189,6 +202,17 @@ func (e *lbEnv) ensure(svc *v1.Service) (*v1.LoadBalancerStatus, error) {
 
 func (e *lbEnv) calls(endpoint string) int { return e.fake.Faults().CallCount(endpoint) }
 
+// writes counts the calls that may change something in the cloud.
+func (e *lbEnv) writes() int {
+	n := 0
+	for endpoint, c := range e.fake.Faults().Calls() {
+		if !strings.HasPrefix(endpoint, "GET ") {
+			n += c
+		}
+	}
+	return n
+}
+
 // mustRetry asserts err is the RetryError of a load balancer still being
 // built.
 func mustRetry(t *testing.T, err error) {
@@ -238,7 +262,7 @@ func lbEvents(rec *record.FakeRecorder) []string {
 }
 
 func TestEnsureCreatesThenReportsIngress(t *testing.T) {
-	e := newLBEnv(t)
+	e := newLBEnv(t, func(c *digitalocean.Config) { c.ClusterID = "3f1b2c4d-unit" })
 	svc := e.service(nil)
 	if got := e.lbs.GetLoadBalancerName(context.Background(), "kubernetes", svc); got != lbDefaultName {
 		t.Errorf("GetLoadBalancerName = %q, want %q", got, lbDefaultName)
@@ -262,14 +286,18 @@ func TestEnsureCreatesThenReportsIngress(t *testing.T) {
 	if hc := lb.HealthCheck; hc.Protocol != "http" || hc.Port != 10256 || hc.Path != "/healthz" {
 		t.Errorf("health check = %+v", hc)
 	}
-	if want := []string{"polyccm:unit-test"}; !reflect.DeepEqual(lb.Tags, want) {
-		t.Errorf("tags = %q, want %q", lb.Tags, want)
+	if want := []string{"k8s:3f1b2c4d-unit"}; !reflect.DeepEqual(lb.Tags, want) {
+		t.Errorf("tags = %q, want %q (the DigitalOcean CCM's k8s:<clusterID>)", lb.Tags, want)
+	}
+	if got := svc.Annotations[digitalocean.AnnType]; got != "REGIONAL" {
+		t.Errorf("Service annotation %s = %q, want the type written back", digitalocean.AnnType, got)
 	}
 
 	st := e.active(svc)
 	got, _ := e.fake.LoadBalancer(lb.ID)
-	if got.IP == "" || !reflect.DeepEqual(st.Ingress, []v1.LoadBalancerIngress{{IP: got.IP}}) {
-		t.Errorf("status = %+v, want ingress %s", st, got.IP)
+	// REGIONAL load balancers are DUALSTACK by default, as upstream's.
+	if got.IP == "" || got.IPv6 == "" || !reflect.DeepEqual(st.Ingress, []v1.LoadBalancerIngress{{IP: got.IP}, {IP: got.IPv6}}) {
+		t.Errorf("status = %+v, want ingress %s and %s", st, got.IP, got.IPv6)
 	}
 	// Steady state: nothing to change, no update.
 	if _, err := e.ensure(svc); err != nil {
@@ -393,7 +421,7 @@ func TestEnsureUpdatesOnChange(t *testing.T) {
 
 	// A new node is a new target.
 	dr := e.fake.AddDroplet(fake.Droplet{Name: "node-c", Region: lbRegion})
-	e.nodes = append(e.nodes, lbNode("node-c", digitalocean.ProviderID(dr.ID), nil))
+	e.nodes = append(e.nodes, lbNode("node-c", dr, nil))
 	logs := captureLogs(t)
 	if err := e.lbs.UpdateLoadBalancer(lbCtx(t), "kubernetes", svc, e.nodes); err != nil {
 		t.Fatal(err)
@@ -538,11 +566,16 @@ func TestInvalidAnnotations(t *testing.T) {
 	if !slices.ContainsFunc(ev, func(s string) bool { return strings.Contains(s, "did you mean "+digitalocean.AnnProtocol) }) {
 		t.Errorf("no did-you-mean event in %q", ev)
 	}
-	if err := e.lbs.UpdateLoadBalancer(lbCtx(t), "kubernetes", svc, e.nodes); !errors.As(err, &inv) {
+	// The node sync has no load balancer to update: it makes none.
+	if err := e.lbs.UpdateLoadBalancer(lbCtx(t), "kubernetes", svc, e.nodes); err != nil {
 		t.Errorf("UpdateLoadBalancer = %v", err)
 	}
-	if n := e.fake.Faults().Total(); n != 0 {
-		t.Errorf("%d API calls for an invalid Service (%v), want 0", n, e.fake.Faults().Calls())
+	// Reading which load balancer exists (its type is the Service's when
+	// the Service names none) is all it costs: nothing is written.
+	for endpoint, n := range e.fake.Faults().Calls() {
+		if !strings.HasPrefix(endpoint, "GET ") {
+			t.Errorf("%d calls of %s for an invalid Service, want reads only", n, endpoint)
+		}
 	}
 }
 
@@ -578,7 +611,7 @@ func TestCreateWithUnknownOutcomeIsNotRepeated(t *testing.T) {
 	}
 	// The next reconciliation finds it by name.
 	st := e.active(svc)
-	if e.calls(lbPost) != 1 || e.fake.LoadBalancerStats().Created != 1 || len(st.Ingress) != 1 {
+	if e.calls(lbPost) != 1 || e.fake.LoadBalancerStats().Created != 1 || len(st.Ingress) != 2 {
 		t.Errorf("creates %d, created %d, status %+v", e.calls(lbPost), e.fake.LoadBalancerStats().Created, st)
 	}
 	if got := e.reload(svc).Annotations[digitalocean.AnnLoadBalancerID]; got != e.fake.LoadBalancers()[0].ID {
@@ -765,7 +798,7 @@ func TestDisown(t *testing.T) {
 	svc = e.update(svc)
 
 	st, err := e.ensure(svc)
-	if err != nil || len(st.Ingress) != 1 {
+	if err != nil || len(st.Ingress) != 2 {
 		t.Errorf("Ensure on a disowned LB = %+v, %v; want its status", st, err)
 	}
 	if err := e.lbs.EnsureLoadBalancerDeleted(lbCtx(t), "kubernetes", svc); err != nil {
@@ -816,7 +849,7 @@ func TestRegion(t *testing.T) {
 		if region != "" {
 			labels = map[string]string{v1.LabelTopologyRegion: region}
 		}
-		e.nodes = append(e.nodes, lbNode(name, digitalocean.ProviderID(dr.ID), labels))
+		e.nodes = append(e.nodes, lbNode(name, dr, labels))
 		return dr
 	}
 	t.Run("the nodes' region", func(t *testing.T) {
@@ -858,7 +891,7 @@ func TestRegion(t *testing.T) {
 		if !errors.As(err, &inv) || !strings.Contains(err.Error(), "drivers.digitalocean.region") || !strings.Contains(err.Error(), "ams3, fra1") {
 			t.Errorf("Ensure = %v, want a problem naming drivers.digitalocean.region and both regions", err)
 		}
-		if e.fake.Faults().Total() != 0 {
+		if e.writes() != 0 {
 			t.Errorf("API calls: %v", e.fake.Faults().Calls())
 		}
 	})
@@ -871,7 +904,7 @@ func TestRegion(t *testing.T) {
 			if !errors.As(err, &inv) || !strings.Contains(err.Error(), "drivers.digitalocean.region") {
 				t.Errorf("Ensure = %v, want a problem naming drivers.digitalocean.region", err)
 			}
-			if e.fake.Faults().Total() != 0 {
+			if e.writes() != 0 {
 				t.Errorf("API calls: %v", e.fake.Faults().Calls())
 			}
 			if ev := lbEvents(e.rec); len(ev) != 1 || !strings.Contains(ev[0], "drivers.digitalocean.region") {
@@ -988,7 +1021,7 @@ func TestUpdateChangesTargetsOnly(t *testing.T) {
 	e.active(svc)
 
 	dr := e.fake.AddDroplet(fake.Droplet{Name: "node-c", Region: lbRegion})
-	e.nodes = append(e.nodes, lbNode("node-c", digitalocean.ProviderID(dr.ID), nil))
+	e.nodes = append(e.nodes, lbNode("node-c", dr, nil))
 	if err := e.lbs.UpdateLoadBalancer(lbCtx(t), "kubernetes", stale, e.nodes); err != nil {
 		t.Fatal(err)
 	}

@@ -27,8 +27,11 @@ func TestNetworkStackIsKept(t *testing.T) {
 		{name: "upstream's DUALSTACK for an IPv4 Service", made: fake.LBNetworkStackDualstack, families: []v1.IPFamily{v1.IPv4Protocol}},
 		{name: "network-stack asks for another", made: fake.LBNetworkStackDualstack,
 			ann: map[string]string{digitalocean.AnnNetworkStack: "IPV4"}, wantEvent: true},
-		{name: "ipFamilies ask for IPv6 on an IPV4 one", made: fake.LBNetworkStackIPv4,
-			families: []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}, wantEvent: true},
+		{name: "an older release's IPV4 REGIONAL one", made: fake.LBNetworkStackIPv4},
+		{name: "network-stack asks for DUALSTACK on an IPV4 one", made: fake.LBNetworkStackIPv4,
+			ann: map[string]string{digitalocean.AnnNetworkStack: "DUALSTACK"}, wantEvent: true},
+		{name: "ipFamilies do not count, as upstream", made: fake.LBNetworkStackIPv4,
+			families: []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newLBEnv(t)

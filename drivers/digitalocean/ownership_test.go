@@ -209,7 +209,7 @@ func TestCustomNamedLoadBalancerIsRecorded(t *testing.T) {
 	stale := svc.DeepCopy()
 	delete(stale.Annotations, digitalocean.AnnLoadBalancerID)
 	stale.Status.Conditions = nil
-	if st := e.active(stale); len(st.Ingress) != 1 {
+	if st := e.active(stale); len(st.Ingress) != 2 {
 		t.Fatalf("ingress %+v", st.Ingress)
 	}
 	if n := e.calls(lbPost); n != 1 {

@@ -47,7 +47,9 @@ func newDOEnvWith(t *testing.T, droplets []fakedo.Droplet, tweak func(*harness.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := harness.Settings{Driver: "digitalocean", DriverBlock: block}
+	// These tests are about REGIONAL load balancers (HTTP rules, node
+	// ports); the migration test runs on the product default.
+	s := harness.Settings{Driver: "digitalocean", DriverBlock: block + "\nloadBalancer:\n  defaultType: REGIONAL"}
 	if tweak != nil {
 		tweak(&s)
 	}
