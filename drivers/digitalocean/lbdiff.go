@@ -130,6 +130,12 @@ func diffLB(lb *godo.LoadBalancer, req *godo.LoadBalancerRequest) []loadbalancer
 		return c
 	}
 	a, b := norm(cur), norm(req)
+	if b.HealthCheck != nil && b.HealthCheck.ProxyProtocol == nil && a.HealthCheck != nil {
+		// Not sent: the load balancer keeps its own.
+		hc := *b.HealthCheck
+		hc.ProxyProtocol = a.HealthCheck.ProxyProtocol
+		b.HealthCheck = &hc
+	}
 	if b.VPCUUID == "" {
 		a.VPCUUID = "" // the API fills in the region's default VPC
 	}

@@ -363,7 +363,7 @@ func forwardingRules(svc *v1.Service, a *annotations.Values, in lbInputs) []godo
 		}
 		rules = append(rules, r)
 	}
-	if r, ok := http3Rule(svc, a, certID, passthrough); ok {
+	if r, ok := http3Rule(svc, a, certID, passthrough, rules); ok {
 		rules = append(rules, r)
 	}
 	sortRules(a, rules)
@@ -373,11 +373,16 @@ func forwardingRules(svc *v1.Service, a *annotations.Values, in lbInputs) []godo
 // http3Rule is the one HTTP/3 rule the http3-port annotation asks for,
 // beside that port's HTTPS or HTTP/2 rule, as the DigitalOcean CCM makes
 // it: the certificate's, to the port's node port over HTTP.
-func http3Rule(svc *v1.Service, a *annotations.Values, certID string, passthrough bool) (godo.ForwardingRule, bool) {
+func http3Rule(svc *v1.Service, a *annotations.Values, certID string, passthrough bool, rules []godo.ForwardingRule) (godo.ForwardingRule, bool) {
 	if !a.Has(AnnHTTP3Port) {
 		return godo.ForwardingRule{}, false
 	}
 	port := a.Int(AnnHTTP3Port, 0)
+	if !slices.ContainsFunc(rules, func(r godo.ForwardingRule) bool {
+		return r.EntryPort == port && (r.EntryProtocol == "https" || r.EntryProtocol == "http2")
+	}) {
+		a.Fail(AnnHTTP3Port, "port %d needs an HTTPS or HTTP/2 rule beside the HTTP/3 one (tls-ports or http2-ports, or port 443 with a certificate)", port)
+	}
 	switch {
 	case passthrough:
 		a.Fail(AnnHTTP3Port, "HTTP/3 cannot be used with tls-passthrough; remove one")
@@ -425,6 +430,10 @@ func healthCheck(svc *v1.Service, a *annotations.Values) *godo.HealthCheck {
 	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort != 0 {
 		hc.Port = int(svc.Spec.HealthCheckNodePort)
 	}
+	// kube-proxy's endpoints do not speak the PROXY protocol, so its check
+	// goes without it, as the DigitalOcean CCM sends it; an overridden
+	// check leaves the load balancer's setting alone (nil), as that CCM.
+	hc.ProxyProtocol = new(false)
 	// The DigitalOcean CCM turns the override on when the key is there at
 	// all, whatever its value, and without it ignores port, path and
 	// protocol; so do we, saying so in a Normal event.
@@ -437,6 +446,7 @@ func healthCheck(svc *v1.Service, a *annotations.Values) *godo.HealthCheck {
 	if off, err := strconv.ParseBool(strings.TrimSpace(svc.Annotations[AnnOverrideHealthCheck])); err == nil && !off {
 		a.Note(AnnOverrideHealthCheck, "the key is there, so the override is on whatever its value (as in the DigitalOcean CCM); remove the key to turn it off")
 	}
+	hc.ProxyProtocol = nil
 	def := "tcp"
 	if a.Has(AnnHealthCheckPath) {
 		def = "http"

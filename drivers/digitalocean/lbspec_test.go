@@ -110,6 +110,7 @@ func TestDesiredLBDefaults(t *testing.T) {
 		HealthCheck: &godo.HealthCheck{
 			Protocol: "http", Port: 10256, Path: "/healthz",
 			CheckIntervalSeconds: 3, ResponseTimeoutSeconds: 5, UnhealthyThreshold: 3, HealthyThreshold: 5,
+			ProxyProtocol: new(false), // as upstream sends kube-proxy's check
 		},
 		StickySessions:         &godo.StickySessions{Type: "none"},
 		HTTPIdleTimeoutSeconds: &idle,
@@ -592,6 +593,11 @@ func TestDesiredLB(t *testing.T) {
 			name: "HTTP/3 without a certificate",
 			svc:  specService(map[string]string{AnnHTTP3Port: "443", AnnProtocol: "tcp"}, p443),
 			want: []specProblem{{AnnHTTP3Port, "needs certificate-id or certificate-name"}},
+		},
+		{
+			name: "HTTP/3 on a port without HTTPS",
+			svc:  specService(map[string]string{AnnHTTP3Port: "443", AnnCertificateID: cert, AnnHTTPPorts: "443"}, p443),
+			want: []specProblem{{AnnHTTP3Port, "needs an HTTPS or HTTP/2 rule"}},
 		},
 		{
 			name: "HTTP/3 with passthrough",

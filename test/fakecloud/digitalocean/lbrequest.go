@@ -15,7 +15,8 @@ import (
 // (load_balancer_create.yml). Pointers tell a field left out, which gets
 // the default, from one sent as zero, which is checked. Fields the fake
 // does not model (domains, glb_settings, target_load_balancer_ids,
-// subnet_uuid, ip, validate_only) are ignored.
+// validate_only) are ignored, and so is ip on updates: the reference has it
+// in the create schema only (load_balancer_create.yml).
 type lbRequest struct {
 	Name                         string               `json:"name"`
 	Region                       string               `json:"region"`
@@ -40,6 +41,10 @@ type lbRequest struct {
 	DisableLetsEncryptDNSRecords bool                 `json:"disable_lets_encrypt_dns_records"`
 	Firewall                     *wireLBFirewall      `json:"firewall"`
 	TLSCipherPolicy              string               `json:"tls_cipher_policy"`
+	// IP is a BYOIP address for the new load balancer; SubnetUUID the VPC
+	// subnet to place it in (godo's VPCSubnetUUID, sent as subnet_uuid).
+	IP         string `json:"ip"`
+	SubnetUUID string `json:"subnet_uuid"`
 }
 
 // Limits from the reference and DigitalOcean's documentation: size_unit up
@@ -72,6 +77,7 @@ var (
 	entryProtocols  = []string{"http", "https", "http2", "http3", "tcp", "udp"}
 	targetProtocols = []string{"http", "https", "http2", "tcp", "udp"}
 	healthProtocols = []string{"http", "https", "tcp"}
+	http3Targets    = []string{"http", "https", "http2"}
 	stickyTypes     = []string{stickyNone, stickyCookies}
 )
 
@@ -133,7 +139,10 @@ func (s *Server) lbFromRequestLocked(req *lbRequest) (LoadBalancer, string) {
 		return lb, "size and size_unit are mutually exclusive, specify only one"
 	case req.Tag != "" && len(req.DropletIDs) > 0:
 		return lb, "droplet_ids and tag are mutually exclusive, specify only one"
+	case req.SubnetUUID != "" && !validUUID(req.SubnetUUID):
+		return lb, fmt.Sprintf("subnet_uuid %q is not a valid UUID", req.SubnetUUID)
 	}
+	lb.SubnetUUID = req.SubnetUUID
 	if lb.Region != "" {
 		if _, ok := findRegion(lb.Region); !ok {
 			return lb, fmt.Sprintf("region %q is invalid", lb.Region)
@@ -170,7 +179,7 @@ func (s *Server) lbFromRequestLocked(req *lbRequest) (LoadBalancer, string) {
 	if msg != "" {
 		return lb, msg
 	}
-	if msg := duplicateEntryPort(rules); msg != "" {
+	if msg := checkRuleSet(rules); msg != "" {
 		return lb, msg
 	}
 	lb.ForwardingRules = rules
@@ -240,6 +249,10 @@ func (s *Server) checkRuleLocked(fr ForwardingRule) string {
 		return fmt.Sprintf("tls_passthrough is not supported with entry_protocol %s", fr.EntryProtocol)
 	case fr.CertificateID != "" && !tls:
 		return fmt.Sprintf("certificate_id is not supported with entry_protocol %s", fr.EntryProtocol)
+	// HTTP/3 is terminated at the load balancer and forwarded as HTTP, as
+	// DigitalOcean's CCM builds it (target http); not as raw tcp.
+	case fr.EntryProtocol == "http3" && !slices.Contains(http3Targets, fr.TargetProtocol):
+		return oneOf("forwarding rule target_protocol for entry_protocol http3", fr.TargetProtocol, http3Targets)
 	case tls && fr.CertificateID == "" && !fr.TLSPassthrough:
 		if fr.EntryProtocol == "http3" {
 			return "forwarding rules with entry_protocol http3 require a certificate_id"
@@ -254,8 +267,36 @@ func (s *Server) checkRuleLocked(fr ForwardingRule) string {
 	return ""
 }
 
+// checkRuleSet checks a load balancer's rules together. HTTP/3 follows the
+// backend validation DigitalOcean's CCM mirrors (its http3-port annotation
+// and PR #543): one http3 rule at most, beside an https or http2 rule for
+// clients without QUIC.
+func checkRuleSet(rules []ForwardingRule) string {
+	if msg := duplicateEntryPort(rules); msg != "" {
+		return msg
+	}
+	h3, fallback := 0, false
+	for _, fr := range rules {
+		switch fr.EntryProtocol {
+		case "http3":
+			h3++
+		case "https", "http2":
+			fallback = true
+		}
+	}
+	switch {
+	case h3 > 1:
+		return "only one forwarding rule may use entry_protocol http3"
+	case h3 == 1 && !fallback:
+		return "a forwarding rule with entry_protocol http3 requires a forwarding rule with entry_protocol https or http2"
+	}
+	return ""
+}
+
 // duplicateEntryPort refuses two rules listening on the same port, except
-// a udp and a non-udp one, which use different transports.
+// a udp and a non-udp one, which use different transports. http3 runs
+// over QUIC, that is udp, so it shares its port with the https or http2
+// rule it upgrades, as in the CCM's http3-with-http2 example (both 443).
 func duplicateEntryPort(rules []ForwardingRule) string {
 	type listener struct {
 		port int
@@ -263,7 +304,7 @@ func duplicateEntryPort(rules []ForwardingRule) string {
 	}
 	seen := map[listener]bool{}
 	for _, fr := range rules {
-		l := listener{fr.EntryPort, fr.EntryProtocol == "udp"}
+		l := listener{fr.EntryPort, fr.EntryProtocol == "udp" || fr.EntryProtocol == "http3"}
 		if seen[l] {
 			return fmt.Sprintf("entry_port %d is used by more than one forwarding rule", fr.EntryPort)
 		}
@@ -388,3 +429,8 @@ func allocLBIPv6(n int) string {
 // newUUID returns a random version 4 UUID, the form of load balancer and
 // certificate ids.
 func newUUID() string { return fakehttp.RequestID() }
+
+var uuidForm = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// validUUID checks the form only: the fake models no subnets to look up.
+func validUUID(s string) bool { return uuidForm.MatchString(s) }

@@ -32,8 +32,9 @@ type LoadBalancer struct {
 	Name   string
 	Status string // StatusNew, StatusActive or StatusErrored
 	// IP is "" while the load balancer is new: a public address for
-	// EXTERNAL ones, a private 10.x one for INTERNAL ones. IPv6 is set only
-	// for EXTERNAL DUALSTACK ones, once active.
+	// EXTERNAL ones (the reserved BYOIP one asked for at creation, if any),
+	// a private 10.x one for INTERNAL ones. IPv6 is set only for EXTERNAL
+	// DUALSTACK ones, once active.
 	IP   string
 	IPv6 string
 	// Region is a slug; GLOBAL load balancers have none.
@@ -58,6 +59,7 @@ type LoadBalancer struct {
 	EnableBackendKeepalive       bool
 	HTTPIdleTimeoutSeconds       int
 	VPCUUID                      string
+	SubnetUUID                   string // "" unless given at creation
 	ProjectID                    string
 	Firewall                     Firewall
 	DisableLetsEncryptDNSRecords bool
@@ -133,6 +135,9 @@ type lbState struct {
 	LoadBalancer
 	seq     int       // creation order
 	readyAt time.Time // when a new load balancer turns active
+	// reservedIP is the BYOIP address asked for at creation; it becomes IP
+	// on activation and stays bound to the load balancer until deletion.
+	reservedIP string
 }
 
 func validLBStatus(s string) bool {
@@ -241,6 +246,10 @@ func emptyIfNil[T any](v []T) []T {
 // from the same sequence as droplets' so no two resources share one.
 func (s *Server) assignLBAddrsLocked(st *lbState) {
 	if st.IP != "" {
+		return
+	}
+	if st.reservedIP != "" {
+		s.assignReservedLBAddrLocked(st)
 		return
 	}
 	n := s.nextAddr
@@ -356,6 +365,7 @@ func (s *Server) RemoveLoadBalancer(id string) bool {
 		return false
 	}
 	delete(s.lbs, id)
+	s.releaseLBAddrLocked(id)
 	s.lbStats.Deleted++
 	s.lbStats.Live--
 	return true
@@ -369,8 +379,10 @@ func (s *Server) LoadBalancerStats() LBStats {
 }
 
 // forgetDropletLocked takes a deleted droplet out of every load balancer,
-// as the real API does when a backend droplet is destroyed.
+// as the real API does when a backend droplet is destroyed, and frees the
+// reserved IPs it had.
 func (s *Server) forgetDropletLocked(id int) {
+	s.unassignDropletIPsLocked(id)
 	for _, st := range s.lbs {
 		st.DropletIDs = slices.DeleteFunc(st.DropletIDs, func(d int) bool { return d == id })
 	}
@@ -459,6 +471,13 @@ func (s *Server) createLoadBalancer(r *http.Request, _ params) (int, any) {
 	defer s.mu.Unlock()
 	s.settleLBsLocked()
 	lb, msg := s.lbFromRequestLocked(&req)
+	// Tags and ip count on creation only; updates ignore them.
+	if msg == "" {
+		msg = checkTagNames(req.Tags)
+	}
+	if msg == "" {
+		msg = s.checkLBAddrLocked(lb, req.IP)
+	}
 	if msg != "" {
 		return errUnprocessable(msg)
 	}
@@ -472,14 +491,18 @@ func (s *Server) createLoadBalancer(r *http.Request, _ params) (int, any) {
 	lb.ProjectID = cmp.Or(req.ProjectID, defaultLBProject)
 	lb.CreatedAt = s.now()
 	st := s.storeLBLocked(lb)
+	s.bindLBAddrLocked(st, req.IP)
+	// Tags named at creation come into being, as for droplets.
+	s.ensureTagsLocked(lb.Tags)
 	// No settling here: the answer shows the load balancer as just created.
 	return http.StatusAccepted, &loadBalancerRoot{LoadBalancer: wireLBOf(s.viewLocked(st))}
 }
 
 // updateLoadBalancer: PUT /v2/load_balancers/{id}, a full replacement:
 // what the body leaves out goes back to its default, as the reference says.
-// Region, type, network and network stack cannot change; tags, the project
-// and (when left out) the VPC are kept.
+// Region, type, network and network stack cannot change; tags, the project,
+// the addresses (ip is create-only and ignored here) and (when left out)
+// the VPC and subnet are kept.
 func (s *Server) updateLoadBalancer(r *http.Request, p params) (int, any) {
 	var req lbRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
@@ -507,13 +530,14 @@ func (s *Server) updateLoadBalancer(r *http.Request, p params) (int, any) {
 		{"network", st.Network, lb.Network},
 		{"network_stack", st.NetworkStack, lb.NetworkStack},
 		{"vpc_uuid", st.VPCUUID, cmp.Or(req.VPCUUID, st.VPCUUID)},
+		{"subnet_uuid", st.SubnetUUID, cmp.Or(req.SubnetUUID, st.SubnetUUID)},
 	} {
 		if f.was != f.now {
 			return errUnprocessable(f.name + " cannot be modified")
 		}
 	}
 	lb.ID, lb.Status, lb.IP, lb.IPv6 = st.ID, st.Status, st.IP, st.IPv6
-	lb.VPCUUID, lb.Tags, lb.CreatedAt = st.VPCUUID, st.Tags, st.CreatedAt
+	lb.VPCUUID, lb.SubnetUUID, lb.Tags, lb.CreatedAt = st.VPCUUID, st.SubnetUUID, st.Tags, st.CreatedAt
 	lb.ProjectID = cmp.Or(req.ProjectID, st.ProjectID)
 	st.LoadBalancer = lb.clone()
 	return http.StatusOK, &loadBalancerRoot{LoadBalancer: wireLBOf(s.viewLocked(st))}
@@ -525,201 +549,4 @@ func (s *Server) deleteLoadBalancer(_ *http.Request, p params) (int, any) {
 		return errLBNotFound()
 	}
 	return http.StatusNoContent, nil
-}
-
-// lbForChangeLocked finds a load balancer for a sub-resource change, refusing
-// while it is still new, as updates are.
-func (s *Server) lbForChangeLocked(id string) (*lbState, int, any) {
-	st, ok := s.lbs[id]
-	if !ok {
-		status, body := errLBNotFound()
-		return nil, status, body
-	}
-	if st.Status == StatusNew {
-		status, body := errLBBusy()
-		return nil, status, body
-	}
-	return st, 0, nil
-}
-
-type dropletIDsRequest struct {
-	DropletIDs []int `json:"droplet_ids"`
-}
-
-// addLBDroplets: POST /v2/load_balancers/{id}/droplets, 204. The reference
-// says a tag-based load balancer answers 422.
-func (s *Server) addLBDroplets(r *http.Request, p params) (int, any) {
-	return s.changeLBDroplets(r, p, true)
-}
-
-// removeLBDroplets: DELETE /v2/load_balancers/{id}/droplets, 204. Droplets
-// not behind the load balancer are ignored.
-func (s *Server) removeLBDroplets(r *http.Request, p params) (int, any) {
-	return s.changeLBDroplets(r, p, false)
-}
-
-func (s *Server) changeLBDroplets(r *http.Request, p params, add bool) (int, any) {
-	var req dropletIDsRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return errBadRequest("The request body is not valid JSON: " + err.Error())
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.settleLBsLocked()
-	st, status, body := s.lbForChangeLocked(p["id"])
-	if st == nil {
-		return status, body
-	}
-	if len(req.DropletIDs) == 0 {
-		// The real API's words for an empty list here (digitalocean/
-		// droplet_kit#153).
-		return errUnprocessable("need to provide either a tag or a list of droplets")
-	}
-	if st.Tag != "" {
-		return errUnprocessable("droplets cannot be assigned individually to a load balancer that uses a tag")
-	}
-	if !add {
-		st.DropletIDs = slices.DeleteFunc(st.DropletIDs, func(id int) bool {
-			return slices.Contains(req.DropletIDs, id)
-		})
-		return http.StatusNoContent, nil
-	}
-	if msg := s.checkDropletsLocked(req.DropletIDs); msg != "" {
-		return errUnprocessable(msg)
-	}
-	for _, id := range req.DropletIDs {
-		if !slices.Contains(st.DropletIDs, id) {
-			st.DropletIDs = append(st.DropletIDs, id)
-		}
-	}
-	return http.StatusNoContent, nil
-}
-
-type forwardingRulesRequest struct {
-	ForwardingRules []wireForwardingRule `json:"forwarding_rules"`
-}
-
-// addLBRules: POST /v2/load_balancers/{id}/forwarding_rules, 204.
-func (s *Server) addLBRules(r *http.Request, p params) (int, any) {
-	return s.changeLBRules(r, p, true)
-}
-
-// removeLBRules: DELETE /v2/load_balancers/{id}/forwarding_rules, 204.
-// Rules match on their protocols and ports; unknown ones are ignored, but
-// the last rule cannot go.
-func (s *Server) removeLBRules(r *http.Request, p params) (int, any) {
-	return s.changeLBRules(r, p, false)
-}
-
-func (s *Server) changeLBRules(r *http.Request, p params, add bool) (int, any) {
-	var req forwardingRulesRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return errBadRequest("The request body is not valid JSON: " + err.Error())
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.settleLBsLocked()
-	st, status, body := s.lbForChangeLocked(p["id"])
-	if st == nil {
-		return status, body
-	}
-	if len(req.ForwardingRules) == 0 {
-		return errUnprocessable(msgNoRules)
-	}
-	rules, msg := s.rulesFromRequestLocked(req.ForwardingRules)
-	if msg != "" {
-		return errUnprocessable(msg)
-	}
-	if add {
-		all := append(slices.Clone(st.ForwardingRules), rules...)
-		if msg := duplicateEntryPort(all); msg != "" {
-			return errUnprocessable(msg)
-		}
-		st.ForwardingRules = all
-		return http.StatusNoContent, nil
-	}
-	kept := slices.DeleteFunc(slices.Clone(st.ForwardingRules), func(have ForwardingRule) bool {
-		return slices.ContainsFunc(rules, func(gone ForwardingRule) bool { return sameRoute(have, gone) })
-	})
-	if len(kept) == 0 {
-		return errUnprocessable(msgNoRules)
-	}
-	st.ForwardingRules = kept
-	return http.StatusNoContent, nil
-}
-
-func sameRoute(a, b ForwardingRule) bool {
-	return a.EntryProtocol == b.EntryProtocol && a.EntryPort == b.EntryPort &&
-		a.TargetProtocol == b.TargetProtocol && a.TargetPort == b.TargetPort
-}
-
-// wireLBOf renders a load balancer as the API does.
-func wireLBOf(lb LoadBalancer) wireLoadBalancer {
-	rules := make([]wireForwardingRule, len(lb.ForwardingRules))
-	for k, fr := range lb.ForwardingRules {
-		rules[k] = wireForwardingRule{
-			EntryProtocol: fr.EntryProtocol, EntryPort: fr.EntryPort,
-			TargetProtocol: fr.TargetProtocol, TargetPort: fr.TargetPort,
-			CertificateID: fr.CertificateID, TLSPassthrough: fr.TLSPassthrough,
-		}
-	}
-	// A test may have cleared these through UpdateLoadBalancer; the API
-	// always has them.
-	hc := defaultHealthCheck()
-	if lb.HealthCheck != nil {
-		hc = *lb.HealthCheck
-	}
-	sticky := wireStickySessions{Type: stickyNone}
-	if ss := lb.StickySessions; ss != nil {
-		sticky.Type = ss.Type
-		if ss.Type == stickyCookies {
-			sticky.CookieName, sticky.CookieTTLSeconds = ss.CookieName, ss.CookieTTLSeconds
-		}
-	}
-	w := wireLoadBalancer{
-		ID:              lb.ID,
-		Name:            lb.Name,
-		ProjectID:       lb.ProjectID,
-		SizeUnit:        lb.SizeUnit,
-		Size:            lb.SizeSlug,
-		Algorithm:       lb.Algorithm,
-		Status:          lb.Status,
-		CreatedAt:       lb.CreatedAt.UTC().Format(time.RFC3339),
-		ForwardingRules: rules,
-		HealthCheck: wireHealthCheck{
-			Protocol: hc.Protocol, Port: hc.Port, Path: hc.Path,
-			CheckIntervalSeconds: hc.CheckIntervalSeconds, ResponseTimeoutSeconds: hc.ResponseTimeoutSeconds,
-			HealthyThreshold: hc.HealthyThreshold, UnhealthyThreshold: hc.UnhealthyThreshold,
-			ProxyProtocol: hc.ProxyProtocol,
-		},
-		StickySessions:               sticky,
-		RedirectHTTPToHTTPS:          lb.RedirectHTTPToHTTPS,
-		EnableProxyProtocol:          lb.EnableProxyProtocol,
-		EnableBackendKeepalive:       lb.EnableBackendKeepalive,
-		HTTPIdleTimeoutSeconds:       lb.HTTPIdleTimeoutSeconds,
-		VPCUUID:                      lb.VPCUUID,
-		DisableLetsEncryptDNSRecords: lb.DisableLetsEncryptDNSRecords,
-		Firewall: wireLBFirewall{
-			Deny:  emptyIfNil(slices.Clone(lb.Firewall.Deny)),
-			Allow: emptyIfNil(slices.Clone(lb.Firewall.Allow)),
-		},
-		Network:         lb.Network,
-		NetworkStack:    lb.NetworkStack,
-		Type:            lb.Type,
-		TLSCipherPolicy: lb.TLSCipherPolicy,
-		Tag:             lb.Tag,
-		DropletIDs:      emptyIfNil(slices.Clone(lb.DropletIDs)),
-	}
-	if lb.SizeSlug != "" {
-		w.SizeUnit = 0 // sized by slug: size only
-	}
-	// Addresses appear once the load balancer is up.
-	if lb.Status != StatusNew {
-		w.IP, w.IPv6 = lb.IP, lb.IPv6
-	}
-	if lb.Region != "" {
-		region := wireRegionOf(lb.Region)
-		w.Region = &region
-	}
-	return w
 }

@@ -616,9 +616,10 @@ func TestLBValidation(t *testing.T) {
 			r.ForwardingRules = rule("https", 443, "https")
 			r.ForwardingRules[0].TlsPassthrough = true
 		},
-		"http3 with cert": func(r *godo.LoadBalancerRequest) {
-			r.ForwardingRules = rule("http3", 443, "http")
+		"http3 with cert beside https on its port": func(r *godo.LoadBalancerRequest) {
+			r.ForwardingRules = append(rule("http3", 443, "http"), rule("https", 443, "http")...)
 			r.ForwardingRules[0].CertificateID = cert.ID
+			r.ForwardingRules[1].CertificateID = cert.ID
 		},
 		"tcp and udp on one port": func(r *godo.LoadBalancerRequest) {
 			r.ForwardingRules = append(rule("tcp", 53, "tcp"), rule("udp", 53, "udp")...)

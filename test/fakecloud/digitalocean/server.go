@@ -22,7 +22,10 @@
 // remove droplets and forwarding rules), certificates (list with paging
 // and name filter, get; created with AddCertificate) and block storage
 // volumes (list with paging and region/name filters, get; created with
-// AddVolume).
+// AddVolume), tags (list with paging, get, create, delete, tag and untag
+// droplets, load balancers and volumes) and reserved IPs (list with
+// paging, get, create, delete; created with AddReservedIP too), which
+// load balancers take as their create-only BYOIP ip.
 package digitalocean
 
 import (
@@ -60,6 +63,10 @@ type Server struct {
 	certSeq           int
 	volumes           map[string]*volumeState
 	volumeSeq         int
+	fw                firewallStore // firewalls.go
+	tags              map[string]*tagState
+	reservedIPs       map[string]*reservedIPState
+	reservedIPSeq     int
 }
 
 // New returns a fake that accepts requests bearing token.
@@ -75,6 +82,8 @@ func New(token string) *Server {
 		lbs:           map[string]*lbState{},
 		certs:         map[string]*certState{},
 		volumes:       map[string]*volumeState{},
+		tags:          map[string]*tagState{},
+		reservedIPs:   map[string]*reservedIPState{},
 	}
 	s.registerAccount()
 	s.registerDroplets()
@@ -82,6 +91,9 @@ func New(token string) *Server {
 	s.registerLoadBalancers()
 	s.registerCertificates()
 	s.registerVolumes()
+	s.registerFirewalls()
+	s.registerTags()
+	s.registerReservedIPs()
 	return s
 }
 

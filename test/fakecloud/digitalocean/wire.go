@@ -214,6 +214,7 @@ type wireLoadBalancer struct {
 	EnableBackendKeepalive       bool                 `json:"enable_backend_keepalive"`
 	HTTPIdleTimeoutSeconds       int                  `json:"http_idle_timeout_seconds"`
 	VPCUUID                      string               `json:"vpc_uuid"`
+	SubnetUUID                   string               `json:"subnet_uuid,omitempty"` // only when placed in one
 	DisableLetsEncryptDNSRecords bool                 `json:"disable_lets_encrypt_dns_records"`
 	Firewall                     wireLBFirewall       `json:"firewall"`
 	Network                      string               `json:"network"`
