@@ -70,6 +70,8 @@ func (p Profile) DigitalOcean(f *fakedo.Server) {
 	f.SetActivationDelay(p.Provisioning)
 	f.SetLoadBalancerActivationDelay(p.Provisioning)
 	f.SetActionDelay(p.Operation)
+	// A firewall change is "waiting" while it reaches the droplets.
+	f.SetFirewallSettleDelay(p.Operation)
 	if p.Throttling {
 		f.Faults().SetFamilies(fakedo.Throttling)
 	} else {

@@ -258,10 +258,10 @@ func (s *Server) registerFirewalls() {
 	s.handle(http.MethodDelete, "/v2/firewalls/{id}", s.deleteFirewall)
 	s.handle(http.MethodPost, "/v2/firewalls/{id}/rules", s.changeFirewallRules(true))
 	s.handle(http.MethodDelete, "/v2/firewalls/{id}/rules", s.changeFirewallRules(false))
-	s.handle(http.MethodPost, "/v2/firewalls/{id}/tags", s.changeFirewallTags(true))
-	s.handle(http.MethodDelete, "/v2/firewalls/{id}/tags", s.changeFirewallTags(false))
-	s.handle(http.MethodPost, "/v2/firewalls/{id}/droplets", s.changeFirewallDroplets(true))
-	s.handle(http.MethodDelete, "/v2/firewalls/{id}/droplets", s.changeFirewallDroplets(false))
+	s.handle(http.MethodPost, "/v2/firewalls/{id}/tags", changeFirewallList(s, firewallTagList, true))
+	s.handle(http.MethodDelete, "/v2/firewalls/{id}/tags", changeFirewallList(s, firewallTagList, false))
+	s.handle(http.MethodPost, "/v2/firewalls/{id}/droplets", changeFirewallList(s, firewallDropletList, true))
+	s.handle(http.MethodDelete, "/v2/firewalls/{id}/droplets", changeFirewallList(s, firewallDropletList, false))
 	s.handle(http.MethodGet, "/v2/droplets/{id}/firewalls", s.listDropletFirewalls)
 }
 
@@ -411,46 +411,29 @@ func (s *Server) changeFirewallRules(add bool) handlerFunc {
 	}
 }
 
-// changeFirewallTags: POST and DELETE /v2/firewalls/{id}/tags, 204.
-func (s *Server) changeFirewallTags(add bool) handlerFunc {
-	return func(r *http.Request, p params) (int, any) {
-		var req struct {
-			Tags []string `json:"tags"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			return errBadRequest("The request body is not valid JSON: " + err.Error())
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		st, ok := s.fw.all[p["id"]]
-		if !ok {
-			return errNotFound()
-		}
-		if len(req.Tags) == 0 {
-			return errUnprocessable("at least one tag is required")
-		}
-		tags := slices.Clone(st.Tags)
-		if add {
-			tags = append(tags, req.Tags...)
-		} else {
-			tags = slices.DeleteFunc(tags, func(t string) bool { return slices.Contains(req.Tags, t) })
-		}
-		tags, msg := checkFirewallTags(tags)
-		if msg != "" {
-			return errUnprocessable(msg)
-		}
-		st.Tags = tags
-		s.changedLocked(st)
-		return http.StatusNoContent, nil
-	}
+// firewallList is one of a firewall's lists that the API changes by
+// adding or removing members: its tags or its droplets.
+type firewallList[T comparable] struct {
+	key   string // the request's JSON key
+	what  string // for the error message
+	field func(*fwState) *[]T
+	check func(s *Server, v []T) ([]T, string)
 }
 
-// changeFirewallDroplets: POST and DELETE /v2/firewalls/{id}/droplets, 204.
-func (s *Server) changeFirewallDroplets(add bool) handlerFunc {
+var (
+	firewallTagList = firewallList[string]{key: "tags", what: "tag",
+		field: func(st *fwState) *[]string { return &st.Tags },
+		check: func(_ *Server, v []string) ([]string, string) { return checkFirewallTags(v) }}
+	firewallDropletList = firewallList[int]{key: "droplet_ids", what: "droplet",
+		field: func(st *fwState) *[]int { return &st.DropletIDs },
+		check: (*Server).checkFirewallDropletsLocked}
+)
+
+// changeFirewallList serves POST (add) and DELETE (remove) of
+// /v2/firewalls/{id}/tags and /droplets: 204.
+func changeFirewallList[T comparable](s *Server, l firewallList[T], add bool) handlerFunc {
 	return func(r *http.Request, p params) (int, any) {
-		var req struct {
-			DropletIDs []int `json:"droplet_ids"`
-		}
+		var req map[string][]T
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			return errBadRequest("The request body is not valid JSON: " + err.Error())
 		}
@@ -460,20 +443,21 @@ func (s *Server) changeFirewallDroplets(add bool) handlerFunc {
 		if !ok {
 			return errNotFound()
 		}
-		if len(req.DropletIDs) == 0 {
-			return errUnprocessable("at least one droplet is required")
+		given := req[l.key]
+		if len(given) == 0 {
+			return errUnprocessable("at least one " + l.what + " is required")
 		}
-		ids := slices.Clone(st.DropletIDs)
+		list := slices.Clone(*l.field(st))
 		if add {
-			ids = append(ids, req.DropletIDs...)
+			list = append(list, given...)
 		} else {
-			ids = slices.DeleteFunc(ids, func(id int) bool { return slices.Contains(req.DropletIDs, id) })
+			list = slices.DeleteFunc(list, func(v T) bool { return slices.Contains(given, v) })
 		}
-		ids, msg := s.checkFirewallDropletsLocked(ids)
+		list, msg := l.check(s, list)
 		if msg != "" {
 			return errUnprocessable(msg)
 		}
-		st.DropletIDs = ids
+		*l.field(st) = list
 		s.changedLocked(st)
 		return http.StatusNoContent, nil
 	}
