@@ -115,6 +115,9 @@ func (c *Config) Validate() error {
 	case c.Firewall.Name == "" && len(c.Firewall.Tags) > 0:
 		errs = append(errs, config.Problem{Key: "firewall.name", Msg: "required with firewall.tags: the name of the Cloud Firewall polyccm keeps open (or remove firewall.tags to manage none)"})
 	}
+	if len(c.Firewall.Tags) > 5 {
+		errs = append(errs, config.Problem{Key: "firewall.tags", Msg: fmt.Sprintf("%d tags; a DigitalOcean firewall takes at most 5: use one tag the cluster's nodes share", len(c.Firewall.Tags))})
+	}
 	for i, t := range c.Firewall.Tags {
 		if !tagRE.MatchString(t) {
 			errs = append(errs, config.Problem{Key: fmt.Sprintf("firewall.tags[%d]", i), Msg: fmt.Sprintf("%q is not a DigitalOcean tag: letters, digits, '-', '_' and ':', at most 255", t)})

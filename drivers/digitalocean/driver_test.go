@@ -51,6 +51,12 @@ func TestConfigValidate(t *testing.T) {
 		{"unparseable URL", digitalocean.Config{Token: tok, APIURL: "http://[::1"}, map[string]string{"apiURL": "not a URL"}},
 		{"vpc not a UUID", digitalocean.Config{Token: tok, APIURL: digitalocean.DefaultAPIURL, VPCID: "default"}, map[string]string{"vpcID": "not a VPC UUID"}},
 		{"vpc upper case", digitalocean.Config{Token: tok, APIURL: digitalocean.DefaultAPIURL, VPCID: "5A4981AA-9653-4BD1-BEF5-D6BFF52042E4"}, map[string]string{"vpcID": "not a VPC UUID"}},
+		{"firewall without tags", digitalocean.Config{Token: tok, APIURL: digitalocean.DefaultAPIURL, Firewall: digitalocean.FirewallConfig{Name: "fw"}}, map[string]string{"firewall.tags": "required with firewall.name"}},
+		{"firewall tags without a name", digitalocean.Config{Token: tok, APIURL: digitalocean.DefaultAPIURL, Firewall: digitalocean.FirewallConfig{Tags: []string{"k8s:worker"}}}, map[string]string{"firewall.name": "required with firewall.tags"}},
+		{"too many firewall tags", digitalocean.Config{Token: tok, APIURL: digitalocean.DefaultAPIURL, Firewall: digitalocean.FirewallConfig{Name: "fw", Tags: []string{"a", "b", "c", "d", "e", "f"}}}, map[string]string{"firewall.tags": "at most 5"}},
+		{"bad firewall tag", digitalocean.Config{Token: tok, APIURL: digitalocean.DefaultAPIURL, Firewall: digitalocean.FirewallConfig{Name: "fw", Tags: []string{"no spaces"}}}, map[string]string{"firewall.tags[0]": "not a DigitalOcean tag"}},
+		{"bad default type", digitalocean.Config{Token: tok, APIURL: digitalocean.DefaultAPIURL, LoadBalancer: digitalocean.LoadBalancerConfig{DefaultType: "GLOBAL"}}, map[string]string{"loadBalancer.defaultType": "REGIONAL_NETWORK"}},
+		{"bad cluster ID", digitalocean.Config{Token: tok, APIURL: digitalocean.DefaultAPIURL, ClusterID: "my cluster"}, map[string]string{"clusterID": "cannot be part of a tag"}},
 		{"everything wrong at once", digitalocean.Config{APIURL: "x", VPCID: "y"}, map[string]string{"token": "required", "apiURL": "absolute", "vpcID": "UUID"}},
 	}
 	for _, c := range cases {

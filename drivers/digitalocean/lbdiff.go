@@ -17,7 +17,7 @@ import (
 
 // status is what the Service publishes.
 func status(svc *v1.Service, lb *godo.LoadBalancer) *v1.LoadBalancerStatus {
-	if h := svc.Annotations[AnnHostname]; h != "" {
+	if h := strings.ToLower(svc.Annotations[AnnHostname]); h != "" { // lower-cased, as upstream publishes it
 		return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{Hostname: h}}}
 	}
 	st := &v1.LoadBalancerStatus{}

@@ -25,7 +25,9 @@
 // AddVolume), tags (list with paging, get, create, delete, tag and untag
 // droplets, load balancers and volumes) and reserved IPs (list with
 // paging, get, create, delete; created with AddReservedIP too), which
-// load balancers take as their create-only BYOIP ip.
+// load balancers take as their create-only BYOIP ip, and Cloud Firewalls
+// (list with paging, get, create, update, delete, add and remove rules,
+// tags and droplets; "waiting" until a change settles).
 package digitalocean
 
 import (
