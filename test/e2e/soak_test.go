@@ -518,8 +518,8 @@ func (s *soak) convergedService(ls soakService, lbs []fakedo.LoadBalancer, targe
 		return fmt.Sprintf("%d load balancers", len(lbs))
 	}
 	lb := lbs[0]
-	if !slices.Contains(lb.Tags, "polyccm:e2e") {
-		return fmt.Sprintf("tags %v lack the cluster's polyccm:e2e", lb.Tags)
+	if !slices.Contains(lb.Tags, "k8s:e2e") {
+		return fmt.Sprintf("tags %v lack the cluster's k8s:e2e", lb.Tags)
 	}
 	if id := svc.Annotations[digitalocean.AnnLoadBalancerID]; id != lb.ID {
 		return fmt.Sprintf("ID annotation %q, LB %s", id, lb.ID)
@@ -613,6 +613,7 @@ func TestSoak(t *testing.T) {
 	// polyccm its leadership, which exits it.
 	e := newDOEnvWith(t, nil, func(s *harness.Settings) {
 		withServices(s)
+		s.DriverBlock += "\nclusterID: e2e" // load balancers are tagged k8s:e2e
 		s.LeaseDuration = 15 * time.Second
 	}, []string{"POLYCCM_CLOUDAPI__TIMEOUT=4s"})
 	e.fake.SetLoadBalancerActivationDelay(500 * time.Millisecond)
