@@ -64,7 +64,18 @@ type Config struct {
 	// Endpoint overrides the Compute API URL (Private Service Connect,
 	// test doubles).
 	Endpoint string `koanf:"endpoint"`
+	// StackType is cloud-provider-gcp's gce.conf stack-type: IPV4 (the
+	// default), IPV4_IPV6 or IPV6. An IPV6 cluster lists its Nodes' IPv6
+	// addresses first.
+	StackType string `koanf:"stackType"`
 }
+
+// Cluster stack types (gce.conf stack-type).
+const (
+	StackIPv4      = "IPV4"
+	StackDualStack = "IPV4_IPV6"
+	StackIPv6      = "IPV6"
+)
 
 var (
 	projectRE = regexp.MustCompile(`^[a-z][a-z0-9-]{4,28}[a-z0-9]$|^[a-z][a-z0-9.:-]*[a-z0-9]$`)
@@ -94,6 +105,11 @@ func (c *Config) Validate() error {
 			add(fmt.Sprintf("nodeTags[%d]", i), "%q is not a network tag (lower-case letters, digits and dashes)", t)
 		}
 	}
+	switch c.StackType {
+	case "", StackIPv4, StackDualStack, StackIPv6:
+	default:
+		add("stackType", "%q is not a stack type: use IPV4, IPV4_IPV6 or IPV6 (cloud-provider-gcp's stack-type)", c.StackType)
+	}
 	if c.Endpoint != "" {
 		if err := config.CheckURL("endpoint", c.Endpoint, ""); err != nil {
 			errs = append(errs, err)
@@ -105,7 +121,7 @@ func (c *Config) Validate() error {
 func init() {
 	driver.Register(driver.Driver{
 		Name:            Name,
-		NewConfig:       func() any { return &Config{} },
+		NewConfig:       func() any { return &Config{StackType: StackIPv4} },
 		New:             New,
 		Capabilities:    []driver.Capability{driver.Instances, driver.LoadBalancers, driver.Routes, driver.Volumes},
 		Classify:        classify,

@@ -30,6 +30,8 @@ func TestConfigValidate(t *testing.T) {
 		{"bad subnetwork", gce.Config{Subnetwork: "sub_net"}, []string{"subnetwork"}},
 		{"bad tag", gce.Config{NodeTags: []string{"ok", "Not OK"}}, []string{"nodeTags[1]"}},
 		{"long tag", gce.Config{NodeTags: []string{strings.Repeat("a", 64)}}, []string{"nodeTags[0]"}},
+		{"bad stack type", gce.Config{StackType: "DUAL"}, []string{"stackType"}},
+		{"IPv6 stack", gce.Config{StackType: gce.StackIPv6}, nil},
 		{"relative endpoint", gce.Config{Endpoint: "compute.googleapis.com"}, []string{"endpoint"}},
 		{"other scheme", gce.Config{Endpoint: "ftp://compute.googleapis.com"}, []string{"endpoint"}},
 		{"all wrong", gce.Config{Project: "X", Region: "x", Network: "N", Endpoint: "x"}, []string{"endpoint", "network", "project", "region"}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"sort"
 	"strings"
@@ -132,14 +133,14 @@ zones:
 	}
 	var seen []instances.Instance
 	for ref, in := range found {
-		seen = append(seen, *toInstance(ref, in))
+		seen = append(seen, *c.toInstance(ref, in))
 	}
 	for ref, idx := range byRef {
 		r := instances.Result{}
 		if err := refused[[2]string{ref.project, ref.zone}]; err != nil {
 			r.Err = err
 		} else if in, ok := found[ref]; ok {
-			r.Instance = toInstance(ref, in)
+			r.Instance = c.toInstance(ref, in)
 		} else {
 			r.Instance, r.Err = c.confirmInstance(ctx, cl, ref)
 		}
@@ -152,7 +153,7 @@ zones:
 		switch refs := byNameFound[name]; len(refs) {
 		case 0: // no instance of that name in any zone
 		case 1:
-			r.Instance = toInstance(refs[0], found[refs[0]])
+			r.Instance = c.toInstance(refs[0], found[refs[0]])
 		default:
 			r.Err = fmt.Errorf("instances named %q exist in %d zones; set the Node's spec.providerID (gce://project/zone/name) to say which", name, len(refs))
 		}
@@ -262,10 +263,10 @@ func (c *Cloud) confirmInstance(ctx context.Context, cl *clients, ref instanceRe
 	if err != nil {
 		return nil, err
 	}
-	return toInstance(ref, in), nil
+	return c.toInstance(ref, in), nil
 }
 
-func toInstance(ref instanceRef, in *computepb.Instance) *instances.Instance {
+func (c *Cloud) toInstance(ref instanceRef, in *computepb.Instance) *instances.Instance {
 	st := in.GetStatus()
 	inst := &instances.Instance{
 		ProviderID:   ProviderID(ref.project, ref.zone, in.GetName()),
@@ -275,6 +276,12 @@ func toInstance(ref instanceRef, in *computepb.Instance) *instances.Instance {
 		Region:       regionOf(ref.zone),
 		Shutdown:     st == "TERMINATED" || st == "STOPPING" || st == "STOPPED" || st == "SUSPENDED" || st == "SUSPENDING",
 	}
+	// Addresses as cloud-provider-gcp reports them (gce_instances.go
+	// nodeAddressesFromInstance), so a switch changes no Node's: per
+	// interface its IPv4, its external IPv4s, then its IPv6 (the internal
+	// one, else the external one of an EXTERNAL interface) as an
+	// InternalIP; then IPv4 before IPv6, unless the cluster is IPv6
+	// single-stack (drivers.gce.stackType).
 	var addrs []v1.NodeAddress
 	seen := map[v1.NodeAddress]bool{}
 	add := func(t v1.NodeAddressType, a string) {
@@ -286,16 +293,32 @@ func toInstance(ref instanceRef, in *computepb.Instance) *instances.Instance {
 	}
 	for _, ni := range in.GetNetworkInterfaces() {
 		add(v1.NodeInternalIP, ni.GetNetworkIP())
-		add(v1.NodeInternalIP, ni.GetIpv6Address())
-	}
-	for _, ni := range in.GetNetworkInterfaces() {
 		for _, ac := range ni.GetAccessConfigs() {
 			add(v1.NodeExternalIP, ac.GetNatIP())
 		}
-		for _, ac := range ni.GetIpv6AccessConfigs() {
-			add(v1.NodeExternalIP, ac.GetExternalIpv6())
+		v6 := ni.GetIpv6Address()
+		if v6 == "" && ni.GetIpv6AccessType() == "EXTERNAL" {
+			for _, ac := range ni.GetIpv6AccessConfigs() {
+				v6 = ac.GetExternalIpv6()
+			}
 		}
+		add(v1.NodeInternalIP, v6)
 	}
+	preferV6 := c.cfg.StackType == StackIPv6
+	isV6 := func(a v1.NodeAddress) bool {
+		ip, err := netip.ParseAddr(a.Address)
+		return err == nil && ip.Is6() && !ip.Is4In6()
+	}
+	slices.SortStableFunc(addrs, func(a, b v1.NodeAddress) int {
+		pa, pb := isV6(a) == preferV6, isV6(b) == preferV6
+		switch {
+		case pa && !pb:
+			return -1
+		case pb && !pa:
+			return 1
+		}
+		return 0
+	})
 	host := in.GetHostname()
 	if host == "" {
 		host = in.GetName()

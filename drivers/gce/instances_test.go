@@ -32,6 +32,7 @@ func TestInstanceMetadata(t *testing.T) {
 	full := e.fake.AddInstance(fakegce.Instance{Name: "full", Zone: "us-east1-c", MachineType: "n2-standard-8",
 		InternalIPv6: "fd20:0:0:1::5", IPv6: "2600:1900:4000:1::5", Hostname: "full.example.internal"})
 	bare := e.fake.AddInstance(fakegce.Instance{Name: "bare", Zone: testZone, MachineType: "e2-small", NatIP: fakegce.NoIP})
+	v6 := e.fake.AddInstance(fakegce.Instance{Name: "v6", Zone: testZone, MachineType: "e2-small", IPv6: "2600:1900:4000:1::6"})
 	iv2 := e.instancesV2(instances.Options{})
 
 	cases := []struct {
@@ -40,14 +41,17 @@ func TestInstanceMetadata(t *testing.T) {
 		in    fakegce.Instance
 		addrs []string
 	}{
+		// cloud-provider-gcp's nodeAddressesFromInstance: the interface's
+		// IPv4, its external IPv4, then one IPv6 as an InternalIP (the
+		// internal one when there is one).
 		{"by provider ID", node("full", providerID(full)), full, []string{
-			"InternalIP=" + full.NetworkIP, "InternalIP=fd20:0:0:1::5",
-			"ExternalIP=" + full.NatIP, "ExternalIP=2600:1900:4000:1::5",
+			"InternalIP=" + full.NetworkIP, "ExternalIP=" + full.NatIP, "InternalIP=fd20:0:0:1::5",
 			"Hostname=full.example.internal"}},
 		{"by node name", node("full", ""), full, []string{
-			"InternalIP=" + full.NetworkIP, "InternalIP=fd20:0:0:1::5",
-			"ExternalIP=" + full.NatIP, "ExternalIP=2600:1900:4000:1::5",
+			"InternalIP=" + full.NetworkIP, "ExternalIP=" + full.NatIP, "InternalIP=fd20:0:0:1::5",
 			"Hostname=full.example.internal"}},
+		{"external IPv6 only", node("v6", providerID(v6)), v6, []string{
+			"InternalIP=" + v6.NetworkIP, "ExternalIP=" + v6.NatIP, "InternalIP=2600:1900:4000:1::6", "Hostname=v6"}},
 		{"without external address or hostname", node("bare", providerID(bare)), bare, []string{
 			"InternalIP=" + bare.NetworkIP, "Hostname=bare"}},
 		{"by name without external address", node("bare", ""), bare, []string{
@@ -381,5 +385,20 @@ func TestEmptyBatch(t *testing.T) {
 	}
 	if n := e.fake.Faults().Total(); n != 0 {
 		t.Errorf("%d calls for no keys", n)
+	}
+}
+
+// In an IPv6 single-stack cluster (stackType IPV6) the IPv6 address comes
+// first, as upstream's orderAddresses puts it.
+func TestIPv6ClusterListsIPv6First(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withConfig(func(c *gce.Config) { c.StackType = gce.StackIPv6 }))
+	in := e.fake.AddInstance(fakegce.Instance{Name: "v6first", Zone: testZone, InternalIPv6: "fd20:0:0:1::7", NatIP: fakegce.NoIP})
+	md, err := e.instancesV2(instances.Options{}).InstanceMetadata(ctx(t), node("v6first", providerID(in)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := addrs(md.NodeAddresses), []string{"InternalIP=fd20:0:0:1::7", "InternalIP=" + in.NetworkIP, "Hostname=v6first"}; !slices.Equal(got, want) {
+		t.Errorf("addresses %v, want %v", got, want)
 	}
 }

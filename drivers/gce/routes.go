@@ -1,11 +1,11 @@
 package gce
 
 import (
+	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	compute "cloud.google.com/go/compute/apiv1"
@@ -19,8 +19,11 @@ import (
 )
 
 // routes implements cloudprovider.Routes as VPC routes whose next hop is a
-// node's instance, one per pod CIDR, named with the cluster prefix. Routes
-// without the prefix are never listed, changed or deleted.
+// node's instance, one per pod CIDR, named and described as
+// cloud-provider-gcp names them (gce_routes.go), so a cluster switching
+// from it keeps its routes: the first 26 characters of the cluster name,
+// "-", the Node's UID; the description "k8s-node-route". Only routes with
+// both, on the cluster's network, are listed, and only those are deleted.
 type routes struct{ c *Cloud }
 
 var _ cloudprovider.Routes = (*routes)(nil)
@@ -28,11 +31,37 @@ var _ cloudprovider.Routes = (*routes)(nil)
 // Routes returns the route implementation.
 func (c *Cloud) Routes() cloudprovider.Routes { return c.routes }
 
-// routeName is the cluster prefix + a hash of node and CIDR: stable, and
-// within GCE's 63 characters.
-func (r *routes) routeName(node, cidr string) string {
-	h := sha256.Sum256([]byte(node + "|" + cidr))
-	return r.c.prefix + "r-" + hex.EncodeToString(h[:])[:16]
+// routeDescription is cloud-provider-gcp's k8sNodeRouteTag: a plain
+// string, by which node routes are told from others.
+const routeDescription = "k8s-node-route"
+
+var (
+	routePrefixRE = regexp.MustCompile(`^[a-z]([-a-z0-9]*)?-$`)
+	nodeUIDRE     = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+)
+
+// ownRoute reports whether a route name is this cluster's: the prefix and
+// a Node UID, nothing else. Upstream lists by the prefix alone, so a
+// cluster "prod" would take "prod-2"'s routes for its own; the UID rules
+// that out without changing a name.
+func ownRoute(name, prefix string) bool {
+	return strings.HasPrefix(name, prefix) && nodeUIDRE.MatchString(name[len(prefix):])
+}
+
+// routePrefix is the names' prefix for a cluster, as upstream's
+// truncateClusterName: the first 26 characters and "-". A cluster name
+// GCE names cannot start with is an error naming the key.
+func (r *routes) routePrefix(clusterName string) (string, error) {
+	name := cmp.Or(r.c.deps.ClusterName, clusterName) // the same in production: config clusterName
+	p := name
+	if len(p) > 26 {
+		p = p[:26]
+	}
+	p += "-"
+	if !routePrefixRE.MatchString(p) {
+		return "", fmt.Errorf("clusterName %q cannot start a GCE route name (lower-case letters, digits and '-', starting with a letter); routes are named <clusterName>-<node UID> as cloud-provider-gcp names them", name)
+	}
+	return p, nil
 }
 
 // nodesByInstance maps instance URLs to Node names, and Node names to
@@ -59,7 +88,7 @@ func (r *routes) nodesByInstance() (map[string]string, map[string]string, error)
 // ListRoutes reports the cluster's routes. A route whose instance is gone
 // (GCE warns NEXT_HOP_INSTANCE_NOT_FOUND) or belongs to no Node is reported
 // so the route controller deletes it.
-func (r *routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Route, error) {
+func (r *routes) ListRoutes(ctx context.Context, clusterName string) ([]*cloudprovider.Route, error) {
 	cl, err := r.c.client(ctx)
 	if err != nil {
 		return nil, err
@@ -68,8 +97,14 @@ func (r *routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Rou
 	if err != nil {
 		return nil, err
 	}
+	prefix, err := r.routePrefix(clusterName)
+	if err != nil {
+		return nil, err
+	}
+	// Filtered as upstream lists them; the network is checked here.
+	filter := fmt.Sprintf(`(name eq "%s.*") (description eq "%s")`, prefix, routeDescription)
 	all, err := pages(ctx, r.c, "routes.list", func(ctx context.Context, token string) ([]*computepb.Route, string, error) {
-		it := cl.routes.List(ctx, &computepb.ListRoutesRequest{Project: env.project})
+		it := cl.routes.List(ctx, &computepb.ListRoutesRequest{Project: env.project, Filter: &filter})
 		return nextPage[*computepb.Route](it, token)
 	})
 	if err != nil {
@@ -81,7 +116,8 @@ func (r *routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Rou
 	}
 	var out []*cloudprovider.Route
 	for _, rt := range all {
-		if !strings.HasPrefix(rt.GetName(), r.c.prefix+"r-") || rt.GetNextHopInstance() == "" {
+		if !ownRoute(rt.GetName(), prefix) || rt.GetDescription() != routeDescription ||
+			lastSegment(rt.GetNetwork()) != env.network || rt.GetNextHopInstance() == "" {
 			continue
 		}
 		inst := shortURL(rt.GetNextHopInstance())
@@ -101,7 +137,7 @@ func (r *routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Rou
 }
 
 // CreateRoute adds the route to the node's instance.
-func (r *routes) CreateRoute(ctx context.Context, _ string, _ string, route *cloudprovider.Route) error {
+func (r *routes) CreateRoute(ctx context.Context, clusterName string, nameHint string, route *cloudprovider.Route) error {
 	cl, err := r.c.client(ctx)
 	if err != nil {
 		return err
@@ -118,11 +154,19 @@ func (r *routes) CreateRoute(ctx context.Context, _ string, _ string, route *clo
 	if inst == "" {
 		return fmt.Errorf("node %s has no GCE providerID yet; its route waits for it", route.TargetNode)
 	}
-	name := r.routeName(string(route.TargetNode), route.DestinationCIDR)
+	prefix, err := r.routePrefix(clusterName)
+	if err != nil {
+		return err
+	}
+	if nameHint == "" {
+		return fmt.Errorf("no name for the route of node %s: the route controller gives the Node's UID", route.TargetNode)
+	}
+	// An existing route of that name is taken as made (as upstream does):
+	// the route controller lists it and replaces it if it differs.
+	name := prefix + nameHint
 	rt := &computepb.Route{
 		Name: &name, Network: ptr(networkURL(env)), DestRange: &route.DestinationCIDR,
-		NextHopInstance: &inst, Priority: ptr(uint32(1000)),
-		Description: ptr(fmt.Sprintf(`{"kubernetes.io/node":%q,"managed-by":"polyccm"}`, route.TargetNode)),
+		NextHopInstance: &inst, Priority: ptr(uint32(1000)), Description: ptr(routeDescription),
 	}
 	if err := r.c.change(ctx, cl, "routes.insert", "creating route "+name, func(ctx context.Context, rid *string) (*compute.Operation, error) {
 		return cl.routes.Insert(ctx, &computepb.InsertRouteRequest{RequestId: rid, Project: env.project, RouteResource: rt})
@@ -133,11 +177,15 @@ func (r *routes) CreateRoute(ctx context.Context, _ string, _ string, route *clo
 	return nil
 }
 
-// DeleteRoute deletes a route ListRoutes reported; only prefixed routes
-// are deleted.
-func (r *routes) DeleteRoute(ctx context.Context, _ string, route *cloudprovider.Route) error {
-	if !strings.HasPrefix(route.Name, r.c.prefix+"r-") {
-		return fmt.Errorf("route %s is not polyccm's (no %s prefix); not deleting it", route.Name, r.c.prefix)
+// DeleteRoute deletes a route ListRoutes reported; only routes named with
+// the cluster's prefix are deleted.
+func (r *routes) DeleteRoute(ctx context.Context, clusterName string, route *cloudprovider.Route) error {
+	prefix, err := r.routePrefix(clusterName)
+	if err != nil {
+		return err
+	}
+	if !ownRoute(route.Name, prefix) {
+		return fmt.Errorf("route %s is not this cluster's (not %s<node UID>); not deleting it", route.Name, prefix)
 	}
 	cl, err := r.c.client(ctx)
 	if err != nil {

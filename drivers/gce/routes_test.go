@@ -1,6 +1,9 @@
 package gce_test
 
 import (
+	"crypto/sha256"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -11,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 
-	"github.com/polyccm/polyccm/drivers/gce"
 	"github.com/polyccm/polyccm/test/fakecloud/faults"
 	fakegce "github.com/polyccm/polyccm/test/fakecloud/gce"
 )
@@ -29,8 +31,15 @@ func route(node, cidr string) *cloudprovider.Route {
 	return &cloudprovider.Route{TargetNode: types.NodeName(node), DestinationCIDR: cidr}
 }
 
+// nodeUID is a stand-in for the Node's UID, which the route controller
+// passes as the name hint.
+func nodeUID(node string) string {
+	h := sha256.Sum256([]byte(node))
+	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
+}
+
 func (e *env) createRoute(r *cloudprovider.Route) error {
-	return e.routes.CreateRoute(ctx(e.t), testCluster, "hint", r)
+	return e.routes.CreateRoute(ctx(e.t), testCluster, nodeUID(string(r.TargetNode)), r)
 }
 
 func (e *env) listRoutes() []*cloudprovider.Route {
@@ -69,7 +78,6 @@ func TestRoutesLifecycle(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, withPolling())
 	nodes := e.routeNodes("n", 2)
-	prefix := gce.NamePrefix(testCluster) + "r-"
 	if rs := e.listRoutes(); len(rs) != 0 {
 		t.Fatalf("routes before any: %v", describe(rs))
 	}
@@ -82,11 +90,14 @@ func TestRoutesLifecycle(t *testing.T) {
 	if len(in) != 2 {
 		t.Fatalf("fake has routes %v", in)
 	}
-	for _, r := range in {
-		if !strings.HasPrefix(r.Name, prefix) || len(r.Name) > 63 {
-			t.Errorf("route %s is not named with %s", r.Name, prefix)
+	// cloud-provider-gcp's names and description (gce_routes.go
+	// CreateRoute): the cluster name, "-", the Node's UID.
+	for i := range 2 {
+		r, ok := in[testCluster+"-"+nodeUID(nodes[i].Name)]
+		if !ok {
+			t.Fatalf("no route %s-%s among %v", testCluster, nodeUID(nodes[i].Name), slices.Collect(maps.Keys(in)))
 		}
-		if lastSeg(r.Network) != "default" || r.Priority != 1000 || !strings.Contains(r.Description, `"kubernetes.io/node"`) {
+		if lastSeg(r.Network) != "default" || r.Priority != 1000 || r.Description != "k8s-node-route" {
 			t.Errorf("route %+v", r)
 		}
 	}
@@ -127,14 +138,12 @@ func TestRoutesLifecycle(t *testing.T) {
 }
 
 // TestRoutesOfOthersAreLeftAlone: another cluster's routes (even one whose
-// name starts alike) and the user's own are neither listed nor deleted.
+// name starts with this cluster's), upstream-looking routes with another
+// description, and the user's own are neither listed nor deleted.
 func TestRoutesOfOthersAreLeftAlone(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	other := newEnv(t, withFake(e.fake), withCluster(testCluster+"-2"))
-	if gce.NamePrefix(testCluster) == gce.NamePrefix(testCluster+"-2") {
-		t.Fatal("the clusters share a name prefix")
-	}
 	mine := e.routeNodes("n", 1)
 	theirs := other.routeNodes("o", 1)
 	// Both clusters also know a shared node name for the same CIDR.
@@ -180,7 +189,7 @@ func TestRoutesOfOthersAreLeftAlone(t *testing.T) {
 	// Asked to delete routes that are not its own, the driver refuses.
 	for _, r := range append(theirRoutes, &cloudprovider.Route{Name: user, TargetNode: "n-0", DestinationCIDR: "192.168.0.0/16"}) {
 		err := e.routes.DeleteRoute(ctx(t), testCluster, r)
-		if err == nil || !strings.Contains(err.Error(), "not polyccm's") {
+		if err == nil || !strings.Contains(err.Error(), "not this cluster's") {
 			t.Errorf("DeleteRoute(%s) = %v, want a refusal", r.Name, err)
 		}
 	}
@@ -291,3 +300,45 @@ func TestRouteFailures(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestUpstreamRoutesAreKept: routes cloud-provider-gcp made (its name,
+// description and fields, gce_routes.go CreateRoute) are this cluster's
+// on a switch: listed, never made twice. Ones only named alike are not.
+func TestUpstreamRoutesAreKept(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	nodes := e.routeNodes("n", 1)
+	rc, err := compute.NewRoutesRESTClient(ctx(t), e.userClient()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	insert := func(name, desc, cidr string) {
+		t.Helper()
+		op, err := rc.Insert(ctx(t), &computepb.InsertRouteRequest{Project: testProject, RouteResource: &computepb.Route{
+			Name: &name, Network: ptr("global/networks/default"), DestRange: &cidr, Priority: ptr(uint32(1000)),
+			NextHopInstance: ptr(instancePath(testZone, nodes[0].Name)), Description: &desc}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := op.Wait(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	upstream := testCluster + "-" + nodeUID(nodes[0].Name)
+	insert(upstream, "k8s-node-route", "10.4.0.0/24")
+	insert(testCluster+"-"+nodeUID("someone"), "a route of the user's", "10.9.0.0/24")
+	insert(testCluster+"-static", "k8s-node-route", "10.9.1.0/24")
+
+	rs := e.listRoutes()
+	if got, want := describe(rs), []string{"n-0=10.4.0.0/24"}; !slices.Equal(got, want) || rs[0].Name != upstream {
+		t.Fatalf("ListRoutes = %v (%v), want upstream's route %s only", got, rs, upstream)
+	}
+	before := e.fake.Stats()["routes"].Created
+	if err := e.createRoute(route(nodes[0].Name, "10.4.0.0/24")); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.fake.Stats()["routes"].Created - before; n != 0 {
+		t.Errorf("%d routes created beside upstream's", n)
+	}
+}

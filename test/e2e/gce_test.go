@@ -343,7 +343,8 @@ func TestGCERoutes(t *testing.T) {
 		rs := e.fake.Routes()
 		got := map[string]string{}
 		for _, r := range rs {
-			if strings.HasPrefix(r.Name, gce.NamePrefix("e2e")) {
+			// cloud-provider-gcp's names: <clusterName>-<node UID>.
+			if strings.HasPrefix(r.Name, "e2e-") && r.Description == "k8s-node-route" {
 				got[r.DestRange] = r.NextHopInstance[strings.LastIndexByte(r.NextHopInstance, '/')+1:]
 			}
 		}

@@ -24,6 +24,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
@@ -444,8 +445,13 @@ func RunRoutes(t *testing.T, f Fake) {
 		}
 		return nil
 	}
+	hint := n.UID
+	if hint == "" {
+		hint = uuid.NewUUID()
+	}
 	for range 2 {
-		settle(t, "CreateRoute", func() error { return routes.CreateRoute(ctx(t), cluster, "contract", r) })
+		// The route controller's name hint is the Node's UID.
+		settle(t, "CreateRoute", func() error { return routes.CreateRoute(ctx(t), cluster, string(hint), r) })
 	}
 	listed := find()
 	if listed == nil {
