@@ -99,7 +99,7 @@ func desiredInbound(svcs []*v1.Service, defType string) (map[string]*wantedRule,
 				}
 			}
 		case v1.ServiceTypeLoadBalancer:
-			if lbTypeOf(svc, defType) != typeRegionalNetwork || lbNetworkOf(svc) != "EXTERNAL" {
+			if !passesToNodes(svc, defType) {
 				continue
 			}
 			hc := worldRule("tcp", firewallHealthPort(svc))

@@ -538,22 +538,13 @@ func dropletIDsOf(nodes []*v1.Node) (ids []int, skipped []string) {
 	return ids, skipped
 }
 
-// lbTypeOf is the type of svc's load balancer: the type annotation (which
-// the driver writes back once the load balancer exists), else def, the
-// configured default. An invalid annotation counts as unset here; it is
-// reported where the load balancer is built.
-func lbTypeOf(svc *v1.Service, def string) string {
-	switch t := strings.TrimSpace(svc.Annotations[AnnType]); t {
-	case typeRegional, typeRegionalNetwork:
-		return t
-	}
-	return def
-}
-
-// lbNetworkOf is EXTERNAL or INTERNAL, as lbTypeOf.
-func lbNetworkOf(svc *v1.Service) string {
-	if strings.TrimSpace(svc.Annotations[AnnNetwork]) == "INTERNAL" {
-		return "INTERNAL"
-	}
-	return "EXTERNAL"
+// passesToNodes reports whether svc's load balancer is REGIONAL_NETWORK
+// and EXTERNAL, so its traffic and health checks reach the droplets
+// straight from outside. The annotations are read as the load balancer
+// reads them (its type, which the driver writes back, else def); an
+// invalid value counts as unset here and is reported where the load
+// balancer is built.
+func passesToNodes(svc *v1.Service, def string) bool {
+	a := LBAnnotations.Parse(svc)
+	return a.String(AnnType, def) == typeRegionalNetwork && a.String(AnnNetwork, "EXTERNAL") == "EXTERNAL"
 }

@@ -943,3 +943,24 @@ func stackIs(want string) func(*testing.T, *godo.LoadBalancerRequest) {
 		}
 	}
 }
+
+// The firewall reads a Service's type and network as the load balancer
+// does: case-insensitively, the written-back type first, else the default.
+func TestPassesToNodes(t *testing.T) {
+	for _, c := range []struct {
+		ann  map[string]string
+		def  string
+		want bool
+	}{
+		{nil, typeRegionalNetwork, true},
+		{nil, typeRegional, false},
+		{map[string]string{AnnType: "regional_network"}, typeRegional, true},
+		{map[string]string{AnnType: "REGIONAL"}, typeRegionalNetwork, false},
+		{map[string]string{AnnNetwork: "internal"}, typeRegionalNetwork, false},
+		{map[string]string{AnnType: "sideways"}, typeRegionalNetwork, true},
+	} {
+		if got := passesToNodes(specService(c.ann), c.def); got != c.want {
+			t.Errorf("passesToNodes(%v, default %s) = %v, want %v", c.ann, c.def, got, c.want)
+		}
+	}
+}

@@ -144,6 +144,13 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if err := a.Report(l.deps.Recorder); err != nil {
 		return nil, err
 	}
+	// Another's load balancer is refused before anything more is read or
+	// said of it.
+	if lb != nil {
+		if _, err := l.own.Check(ctx, svc, res); err != nil {
+			return nil, err
+		}
+	}
 
 	// Plan: one load balancer, created or updated as a whole (the API
 	// takes the whole request either way).
@@ -192,10 +199,9 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 		if lb, err = l.create(ctx, svc, req); err != nil {
 			return nil, err
 		}
-		res = resource(lb, "")
-	}
-	if _, err := l.own.Check(ctx, svc, res); err != nil {
-		return nil, err
+		if _, err := l.own.Check(ctx, svc, resource(lb, "")); err != nil {
+			return nil, err
+		}
 	}
 	if err := l.record(ctx, svc, lb); err != nil {
 		return nil, err

@@ -53,24 +53,25 @@ func (c *Cloud) runTagSync(ctx context.Context) {
 }
 
 // syncTags tags the load balancers the Services record (by the ID
-// annotation, which polyccm writes only on a load balancer it owns) and
-// that lack the tag. It returns how many it tagged. Disowned Services'
-// load balancers are left alone.
+// annotation) that are theirs by the ownership rule: an annotation alone
+// may name another cluster's load balancer, which must never carry this
+// cluster's tag (DigitalOcean's tooling acts on it). It returns how many
+// it tagged. Disowned Services' load balancers are left alone.
 func (c *Cloud) syncTags(ctx context.Context, services corelisters.ServiceLister) (int, error) {
 	svcs, err := services.List(labels.Everything())
 	if err != nil {
 		return 0, err
 	}
-	ids := map[string]bool{}
+	byID := map[string]*v1.Service{}
 	for _, svc := range svcs {
 		if svc.Spec.Type != v1.ServiceTypeLoadBalancer || svc.Annotations[AnnDisown] == "true" {
 			continue
 		}
 		if id := svc.Annotations[AnnLoadBalancerID]; id != "" {
-			ids[id] = true
+			byID[id] = svc
 		}
 	}
-	if len(ids) == 0 {
+	if len(byID) == 0 {
 		return 0, nil
 	}
 	// Listed first: a recorded load balancer that is gone would fail the
@@ -81,8 +82,17 @@ func (c *Cloud) syncTags(ctx context.Context, services corelisters.ServiceLister
 	}
 	tag := clusterTag(c.cfg.ClusterID)
 	var res []godo.Resource
-	for _, lb := range lbs {
-		if ids[lb.ID] && !slices.Contains(lb.Tags, tag) {
+	for i := range lbs {
+		lb := &lbs[i]
+		svc := byID[lb.ID]
+		if svc == nil || slices.Contains(lb.Tags, tag) {
+			continue
+		}
+		owns, err := c.lbs.own.Owns(ctx, svc, resource(lb, "the annotation "+AnnLoadBalancerID))
+		if err != nil {
+			return 0, err
+		}
+		if owns {
 			res = append(res, godo.Resource{ID: lb.ID, Type: godo.LoadBalancerResourceType})
 		}
 	}

@@ -3,6 +3,7 @@ package digitalocean_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,15 +54,22 @@ func TestClusterTagTask(t *testing.T) {
 
 	cfg.ClusterID = "5d9f1c2e-0b8a-4a62-9f5e-3c1d2b7e8a40"
 	tag := "k8s:" + cfg.ClusterID
-	mine := f.AddLoadBalancer(fake.LoadBalancer{Name: "mine", Region: lbRegion, Status: fake.StatusActive})
+	// The Service's own: named from its UID, as the driver names it.
+	const webUID = "3f1b2c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d"
+	mine := f.AddLoadBalancer(fake.LoadBalancer{Name: "a" + strings.ReplaceAll(webUID, "-", "")[:31], Region: lbRegion, Status: fake.StatusActive})
 	other := f.AddLoadBalancer(fake.LoadBalancer{Name: "other", Region: lbRegion, Status: fake.StatusActive})
 	disowned := f.AddLoadBalancer(fake.LoadBalancer{Name: "disowned", Region: lbRegion, Status: fake.StatusActive})
 	for name, ann := range map[string]map[string]string{
 		"web":  {digitalocean.AnnLoadBalancerID: mine.ID},
 		"gone": {digitalocean.AnnLoadBalancerID: "00000000-0000-4000-8000-000000000000"},
 		"kept": {digitalocean.AnnLoadBalancerID: disowned.ID, digitalocean.AnnDisown: "true"},
+		// Naming another's load balancer does not make it this cluster's.
+		"thief": {digitalocean.AnnLoadBalancerID: other.ID},
 	} {
 		svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, Annotations: ann}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer}}
+		if name == "web" {
+			svc.UID = webUID
+		}
 		if _, err := kube.CoreV1().Services("shop").Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +97,7 @@ func TestClusterTagTask(t *testing.T) {
 	}
 	for _, lb := range []fake.LoadBalancer{other, disowned} {
 		if got := f.LoadBalancerTags(lb.ID); slices.Contains(got, tag) {
-			t.Errorf("load balancer %s (%s) got the cluster tag: no Service records it as its own", lb.Name, lb.ID)
+			t.Errorf("load balancer %s (%s) got the cluster tag: no Service owns it", lb.Name, lb.ID)
 		}
 	}
 }

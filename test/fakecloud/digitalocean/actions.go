@@ -103,7 +103,7 @@ func (s *Server) postDropletAction(r *http.Request, p params) (int, any) {
 		Type string `json:"type"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return errBadRequest("The request body is not valid JSON: " + err.Error())
+		return errNotJSON(err)
 	}
 
 	s.mu.Lock()

@@ -291,7 +291,7 @@ const maxMultiCreate = 10
 func (s *Server) createDroplets(r *http.Request, _ params) (int, any) {
 	var req createRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return errBadRequest("The request body is not valid JSON: " + err.Error())
+		return errNotJSON(err)
 	}
 	multi := req.Names != nil
 	names := req.Names

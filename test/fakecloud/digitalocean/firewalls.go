@@ -325,7 +325,7 @@ func (s *Server) getFirewall(_ *http.Request, p params) (int, any) {
 func (s *Server) createFirewall(r *http.Request, _ params) (int, any) {
 	var req firewallRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return errBadRequest("The request body is not valid JSON: " + err.Error())
+		return errNotJSON(err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -344,7 +344,7 @@ func (s *Server) createFirewall(r *http.Request, _ params) (int, any) {
 func (s *Server) updateFirewall(r *http.Request, p params) (int, any) {
 	var req firewallRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return errBadRequest("The request body is not valid JSON: " + err.Error())
+		return errNotJSON(err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -377,7 +377,7 @@ func (s *Server) changeFirewallRules(add bool) handlerFunc {
 	return func(r *http.Request, p params) (int, any) {
 		var req firewallRulesRequest
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			return errBadRequest("The request body is not valid JSON: " + err.Error())
+			return errNotJSON(err)
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -435,7 +435,7 @@ func changeFirewallList[T comparable](s *Server, l firewallList[T], add bool) ha
 	return func(r *http.Request, p params) (int, any) {
 		var req map[string][]T
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			return errBadRequest("The request body is not valid JSON: " + err.Error())
+			return errNotJSON(err)
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()

@@ -42,7 +42,7 @@ func (s *Server) removeLBDroplets(r *http.Request, p params) (int, any) {
 func (s *Server) changeLBDroplets(r *http.Request, p params, add bool) (int, any) {
 	var req dropletIDsRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return errBadRequest("The request body is not valid JSON: " + err.Error())
+		return errNotJSON(err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -95,7 +95,7 @@ func (s *Server) removeLBRules(r *http.Request, p params) (int, any) {
 func (s *Server) changeLBRules(r *http.Request, p params, add bool) (int, any) {
 	var req forwardingRulesRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return errBadRequest("The request body is not valid JSON: " + err.Error())
+		return errNotJSON(err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

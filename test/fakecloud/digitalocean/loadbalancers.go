@@ -465,7 +465,7 @@ func (s *Server) getLoadBalancer(_ *http.Request, p params) (int, any) {
 func (s *Server) createLoadBalancer(r *http.Request, _ params) (int, any) {
 	var req lbRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return errBadRequest("The request body is not valid JSON: " + err.Error())
+		return errNotJSON(err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -506,7 +506,7 @@ func (s *Server) createLoadBalancer(r *http.Request, _ params) (int, any) {
 func (s *Server) updateLoadBalancer(r *http.Request, p params) (int, any) {
 	var req lbRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return errBadRequest("The request body is not valid JSON: " + err.Error())
+		return errNotJSON(err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -231,7 +231,7 @@ func (s *Server) createReservedIP(r *http.Request, _ params) (int, any) {
 		ProjectID string `json:"project_id"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return errBadRequest("The request body is not valid JSON: " + err.Error())
+		return errNotJSON(err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

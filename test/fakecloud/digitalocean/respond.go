@@ -60,6 +60,11 @@ func errBadRequest(message string) (int, any) {
 	return newError(http.StatusBadRequest, "bad_request", message)
 }
 
+// errNotJSON is the 400 for a request body that does not decode.
+func errNotJSON(err error) (int, any) {
+	return errBadRequest("The request body is not valid JSON: " + err.Error())
+}
+
 // errStatus builds the error for any other injected status: the id is the
 // status text in snake case, following the API's convention ("not_found",
 // "service_unavailable").

@@ -269,7 +269,7 @@ func (s *Server) createTag(r *http.Request, _ params) (int, any) {
 		Name string `json:"name"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return errBadRequest("The request body is not valid JSON: " + err.Error())
+		return errNotJSON(err)
 	}
 	if !validTagName(req.Name) {
 		why := "contains invalid characters"
@@ -350,7 +350,7 @@ func (s *Server) untagResources(r *http.Request, p params) (int, any) {
 func (s *Server) changeTagResources(r *http.Request, p params, add bool) (int, any) {
 	var req tagResourcesRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return errBadRequest("The request body is not valid JSON: " + err.Error())
+		return errNotJSON(err)
 	}
 	name := p["name"]
 	s.mu.Lock()
