@@ -11,6 +11,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -42,6 +43,10 @@ type Options struct {
 type Client struct {
 	o       Options
 	limiter *rate.Limiter
+
+	// closed refuses every attempt from then on: polyccm is handing over
+	// to another leader, which must be the only one calling the cloud.
+	closed atomic.Bool
 
 	mu          sync.Mutex
 	holdUntil   time.Time // no attempts before this: the cloud asked us to wait
@@ -76,6 +81,15 @@ func New(o Options) *Client {
 	authValid.WithLabelValues(o.Driver).Set(1)
 	return &Client{o: o, limiter: rate.NewLimiter(rate.Limit(o.QPS), o.Burst)}
 }
+
+// ErrClosed is why a call made after Close did not reach the cloud.
+var ErrClosed = errors.New("polyccm is shutting down; no more cloud calls")
+
+// Close refuses every later attempt, including the retries of calls under
+// way, without calling the cloud. The runner closes the client on
+// SIGTERM, before it gives up the Lease: a batch or retry still pending
+// must not reach the cloud after the next leader has started.
+func (c *Client) Close() { c.closed.Store(true) }
 
 // Driver is the name of the driver this client calls for.
 func (c *Client) Driver() string { return c.o.Driver }
@@ -147,6 +161,11 @@ func (c *Client) Do(ctx context.Context, op string, fn func(ctx context.Context)
 				return last
 			}
 			return &Error{Driver: c.o.Driver, Op: op, Kind: KindUnavailable, Attempts: attempt - 1, Err: err}
+		}
+		// Checked after the wait: a call held by the rate limit or a
+		// hold-off must not go out once the client is closed.
+		if c.closed.Load() {
+			return &Error{Driver: c.o.Driver, Op: op, Kind: KindUnavailable, Attempts: attempt - 1, Err: ErrClosed}
 		}
 		start := time.Now()
 		actx, cancel := context.WithTimeout(ctx, c.o.Timeout)

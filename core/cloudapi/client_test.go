@@ -737,3 +737,24 @@ func TestConcurrentDo(t *testing.T) {
 		t.Errorf("outcomes = %v, want 67 attempts counted", got)
 	}
 }
+
+// After Close no attempt reaches the cloud, not even a retry of a call
+// already under way.
+func TestClosedClientCallsNothing(t *testing.T) {
+	c := cloudapi.New(cloudapi.Options{Driver: "fake", Classify: func(error) cloudapi.Classification {
+		return cloudapi.Classification{Kind: cloudapi.KindUnavailable}
+	}, BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxAttempts: 5})
+	calls := 0
+	err := c.Do(context.Background(), "op", func(context.Context) error {
+		calls++
+		c.Close() // SIGTERM arrives while the first attempt fails
+		return errors.New("503")
+	})
+	if calls != 1 || !errors.Is(err, cloudapi.ErrClosed) {
+		t.Errorf("%d attempts, err %v; want 1 and ErrClosed", calls, err)
+	}
+	err = c.Do(context.Background(), "op", func(context.Context) error { calls++; return nil })
+	if calls != 1 || !errors.Is(err, cloudapi.ErrClosed) {
+		t.Errorf("a call after Close: %d attempts, err %v", calls, err)
+	}
+}

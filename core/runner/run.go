@@ -108,6 +108,9 @@ func Run(ctx context.Context, s Settings) error {
 	go func() {
 		defer close(stopping)
 		<-ctx.Done()
+		// No cloud call starts after SIGTERM: the next leader may take the
+		// Lease as soon as it is released.
+		api.Close()
 		srv.shuttingDown()
 		notifyStopping()
 		klog.InfoS("Shutting down polyccm")
