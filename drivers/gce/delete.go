@@ -8,20 +8,29 @@ import (
 	"cloud.google.com/go/compute/apiv1/computepb"
 	computev1 "google.golang.org/api/compute/v1"
 	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/polyccm/polyccm/core/cloudapi"
 )
 
-// EnsureLoadBalancerDeleted deletes everything made for the Service, in
-// dependency order; a resource already gone counts as deleted, and any
-// other doubt keeps the finalizer.
+// EnsureLoadBalancerDeleted deletes everything made for the Service, of
+// either scheme, in dependency order; a resource already gone counts as
+// deleted, and any other doubt keeps the finalizer. What the Service
+// shares with others (the nodes' health check, a shared backend service,
+// the instance groups) goes only when GCE says nothing uses it. Then the
+// finalizer cloud-provider-gcp put on the Service is removed, so the
+// Service does not hang in Terminating after a switch.
 func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
-	cl, env, err := l.setup(ctx)
+	if elsewhere(svc, nil) {
+		return cloudprovider.ImplementedElsewhere
+	}
+	cl, env, cid, err := l.setup(ctx)
 	if err != nil {
 		return err
 	}
-	base := l.c.lbName(svc)
-	fr, err := l.getForwardingRule(ctx, cl, env, base)
+	a := LBAnnotations.Parse(svc) // invalid values change no name
+	spec := desiredLB(svc, a, l.c.cfg.Subnetwork, cid)
+	fr, err := l.getForwardingRule(ctx, cl, env, spec.base)
 	if err != nil {
 		return err
 	}
@@ -32,13 +41,26 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 			return err
 		}
 	}
-	d := l.deleter(cl, env, base)
-	steps := []func(context.Context) error{d.forwardingRule, d.targetPool, d.backendService, d.regionHealthCheck, d.firewalls, d.httpHealthCheck}
+	d := l.deleter(cl, env, spec)
+	steps := []func(context.Context) error{
+		d.address, d.forwardingRule, d.targetPool, d.httpHealthChecks,
+		func(ctx context.Context) error { return d.backendService(ctx, spec.base, false) },
+	}
+	if spec.bsShared {
+		steps = append(steps, func(ctx context.Context) error { return d.backendService(ctx, spec.bsName, true) })
+	}
+	steps = append(steps, d.healthChecks,
+		func(ctx context.Context) error { return d.firewall(ctx, firewallName(spec.base)) },
+		func(ctx context.Context) error { return d.firewall(ctx, spec.base) }, // upstream's older name of an internal one
+		// Also after an external one: a scheme switch stopped midway
+		// may have left groups nothing uses.
+		func(ctx context.Context) error { return l.pruneInstanceGroups(ctx, cl, env, cid) },
+	)
 	if err := runSteps(ctx, steps); err != nil {
 		l.recordOperationError(svc, err)
 		return err
 	}
-	return l.pruneInstanceGroups(ctx, cl, env)
+	return l.releaseFinalizers(ctx, svc)
 }
 
 // runSteps runs deletions in order, stopping at the first failure.
@@ -51,58 +73,145 @@ func runSteps(ctx context.Context, steps []func(context.Context) error) error {
 	return nil
 }
 
-// lbDeleter deletes the resources of the load balancer named base, a kind
-// a method, for EnsureLoadBalancerDeleted and for a scheme switch. Each
-// returns nil once its resource is gone, already or now.
+// lbDeleter deletes the resources of one Service's load balancer, a kind
+// a method, for EnsureLoadBalancerDeleted and for the plan's deletions.
+// Each returns nil once its resource is gone, already or now, or, for a
+// shared one, when GCE says another load balancer still uses it.
 type lbDeleter struct {
 	l    *loadBalancers
 	cl   *clients
 	env  *environment
-	base string
+	spec *lbSpec
 }
 
-func (l *loadBalancers) deleter(cl *clients, env *environment, base string) lbDeleter {
-	return lbDeleter{l: l, cl: cl, env: env, base: base}
+func (l *loadBalancers) deleter(cl *clients, env *environment, spec *lbSpec) lbDeleter {
+	return lbDeleter{l: l, cl: cl, env: env, spec: spec}
 }
 
 // del runs one delete through change; only a definitive not-found counts
-// as done.
-func (d lbDeleter) del(ctx context.Context, op, what string, fn func(ctx context.Context, rid *string) (*compute.Operation, error)) error {
-	if err := d.l.c.change(ctx, d.cl, op, what, fn); err != nil && !cloudapi.IsNotFound(err) {
-		return err
+// as done. A shared resource's delete is not retried when it is in use,
+// and then reports inUse.
+func (d lbDeleter) del(ctx context.Context, op, what string, shared bool, fn func(ctx context.Context, rid *string) (*compute.Operation, error)) (inUse bool, err error) {
+	if shared {
+		defer d.l.lockShared(ctx)()
+		err = d.l.c.change(ctx, d.cl, op, what, fn, cloudapi.NotIdempotent())
+	} else {
+		err = d.l.c.change(ctx, d.cl, op, what, fn)
 	}
-	return nil
+	switch {
+	case err == nil || cloudapi.IsNotFound(err):
+		return false, nil
+	case shared && isInUse(err):
+		return true, nil
+	}
+	return false, err
+}
+
+func (d lbDeleter) address(ctx context.Context) error {
+	_, err := d.del(ctx, "addresses.delete", "releasing address "+d.spec.base, false, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+		return d.cl.addresses.Delete(ctx, &computepb.DeleteAddressRequest{RequestId: rid, Project: d.env.project, Region: d.env.region, Address: d.spec.base})
+	})
+	return err
 }
 
 func (d lbDeleter) forwardingRule(ctx context.Context) error {
-	return d.del(ctx, "forwardingRules.delete", "deleting forwarding rule "+d.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
-		return d.cl.forwardingRules.Delete(ctx, &computepb.DeleteForwardingRuleRequest{RequestId: rid, Project: d.env.project, Region: d.env.region, ForwardingRule: d.base})
+	_, err := d.del(ctx, "forwardingRules.delete", "deleting forwarding rule "+d.spec.base, false, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+		return d.cl.forwardingRules.Delete(ctx, &computepb.DeleteForwardingRuleRequest{RequestId: rid, Project: d.env.project, Region: d.env.region, ForwardingRule: d.spec.base})
 	})
+	return err
 }
 
 func (d lbDeleter) targetPool(ctx context.Context) error {
-	return d.del(ctx, "targetPools.delete", "deleting target pool "+d.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
-		return d.cl.targetPools.Delete(ctx, &computepb.DeleteTargetPoolRequest{RequestId: rid, Project: d.env.project, Region: d.env.region, TargetPool: d.base})
+	_, err := d.del(ctx, "targetPools.delete", "deleting target pool "+d.spec.base, false, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+		return d.cl.targetPools.Delete(ctx, &computepb.DeleteTargetPoolRequest{RequestId: rid, Project: d.env.project, Region: d.env.region, TargetPool: d.spec.base})
 	})
+	return err
 }
 
-func (d lbDeleter) backendService(ctx context.Context) error {
-	return d.del(ctx, "regionBackendServices.delete", "deleting backend service "+d.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
-		return d.cl.backendServices.Delete(ctx, &computepb.DeleteRegionBackendServiceRequest{RequestId: rid, Project: d.env.project, Region: d.env.region, BackendService: d.base})
+func (d lbDeleter) backendService(ctx context.Context, name string, shared bool) error {
+	_, err := d.del(ctx, "regionBackendServices.delete", "deleting backend service "+name, shared, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+		return d.cl.backendServices.Delete(ctx, &computepb.DeleteRegionBackendServiceRequest{RequestId: rid, Project: d.env.project, Region: d.env.region, BackendService: name})
 	})
+	return err
 }
 
-func (d lbDeleter) regionHealthCheck(ctx context.Context) error {
-	name := d.base + "-hc"
-	return d.del(ctx, "regionHealthChecks.delete", "deleting health check "+name, func(ctx context.Context, rid *string) (*compute.Operation, error) {
-		return d.cl.regionHealth.Delete(ctx, &computepb.DeleteRegionHealthCheckRequest{RequestId: rid, Project: d.env.project, Region: d.env.region, HealthCheck: name})
+func (d lbDeleter) firewall(ctx context.Context, name string) error {
+	_, err := d.del(ctx, "firewalls.delete", "deleting firewall rule "+name, false, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+		return d.cl.firewalls.Delete(ctx, &computepb.DeleteFirewallRequest{RequestId: rid, Project: d.env.project, Firewall: name})
 	})
+	return err
 }
 
-func (d lbDeleter) firewalls(ctx context.Context) error {
-	for _, name := range []string{d.base + "-fw", d.base + "-hcfw"} {
-		if err := d.del(ctx, "firewalls.delete", "deleting firewall rule "+name, func(ctx context.Context, rid *string) (*compute.Operation, error) {
-			return d.cl.firewalls.Delete(ctx, &computepb.DeleteFirewallRequest{RequestId: rid, Project: d.env.project, Firewall: name})
+// healthCheck deletes a global health check and then its firewall rule;
+// a shared one another load balancer uses stays, with its rule.
+func (d lbDeleter) healthCheck(ctx context.Context, name string, shared bool) error {
+	inUse, err := d.del(ctx, "healthChecks.delete", "deleting health check "+name, shared, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+		return d.cl.health.Delete(ctx, &computepb.DeleteHealthCheckRequest{RequestId: rid, Project: d.env.project, HealthCheck: name})
+	})
+	if err != nil || inUse {
+		return err
+	}
+	return d.firewall(ctx, name+"-hc") // upstream's makeHealthCheckFirewallNameFromHC
+}
+
+// healthChecks deletes the Service's own global health check and, unless
+// in use, the nodes' shared one.
+func (d lbDeleter) healthChecks(ctx context.Context) error {
+	if err := d.healthCheck(ctx, d.spec.base, false); err != nil {
+		return err
+	}
+	return d.healthCheck(ctx, nodesHealthCheckName(d.spec.cid), true)
+}
+
+// httpHealthCheck deletes a legacy health check, which comes from the
+// discovery-based client, and then its firewall rule; a shared one
+// another target pool uses stays, with its rule.
+func (d lbDeleter) httpHealthCheck(ctx context.Context, name string, shared bool) error {
+	if shared {
+		defer d.l.lockShared(ctx)()
+	}
+	rid := newRequestID()
+	var opts []cloudapi.CallOption
+	if shared {
+		opts = append(opts, cloudapi.NotIdempotent())
+	}
+	op, err := call(ctx, d.l.c, "httpHealthChecks.delete", func(ctx context.Context) (*computev1.Operation, error) {
+		return d.cl.httpHealth.Delete(d.env.project, name).RequestId(rid).Context(ctx).Do()
+	}, opts...)
+	if err == nil {
+		err = d.l.c.wait(ctx, d.cl, globalOperation(d.env.project, op.Name), "deleting health check "+name)
+	}
+	switch {
+	case shared && isInUse(err):
+		return nil
+	case err != nil && !cloudapi.IsNotFound(err):
+		return fmt.Errorf("deleting health check %s: %w", name, err)
+	}
+	return d.firewall(ctx, externalHCFirewallName(d.spec.cid, name, shared))
+}
+
+// httpHealthChecks deletes the Service's own legacy health check and,
+// unless in use, the nodes' shared one.
+func (d lbDeleter) httpHealthChecks(ctx context.Context) error {
+	if err := d.httpHealthCheck(ctx, d.spec.base, false); err != nil {
+		return err
+	}
+	return d.httpHealthCheck(ctx, nodesHealthCheckName(d.spec.cid), true)
+}
+
+// pruneInstanceGroups deletes the cluster's instance groups that nothing
+// uses, as upstream does when an internal load balancer goes: the delete
+// of a group another load balancer uses is refused, and the group stays.
+func (l *loadBalancers) pruneInstanceGroups(ctx context.Context, cl *clients, env *environment, cid string) error {
+	zones, err := l.groupZones(ctx, cl, env, cid)
+	if err != nil {
+		return err
+	}
+	name := instanceGroupName(cid)
+	d := l.deleter(cl, env, &lbSpec{cid: cid})
+	for _, zone := range zones {
+		if _, err := d.del(ctx, "instanceGroups.delete", "deleting instance group "+name+" in "+zone, true, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+			return cl.instanceGroups.Delete(ctx, &computepb.DeleteInstanceGroupRequest{RequestId: rid, Project: env.project, Zone: zone, InstanceGroup: name})
 		}); err != nil {
 			return err
 		}
@@ -110,52 +219,17 @@ func (d lbDeleter) firewalls(ctx context.Context) error {
 	return nil
 }
 
-// httpHealthCheck deletes the legacy health check, which comes from the
-// discovery-based client.
-func (d lbDeleter) httpHealthCheck(ctx context.Context) error {
-	name := d.base + "-hc"
-	rid := newRequestID()
-	op, err := call(ctx, d.l.c, "httpHealthChecks.delete", func(ctx context.Context) (*computev1.Operation, error) {
-		return d.cl.httpHealth.Delete(d.env.project, name).RequestId(rid).Context(ctx).Do()
-	})
-	switch {
-	case cloudapi.IsNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("deleting health check %s: %w", name, err)
-	}
-	return d.l.c.wait(ctx, d.cl, globalOperation(d.env.project, op.Name), "deleting health check "+name)
-}
+// syncKey marks the context of a sync's Apply, which holds shared for
+// reading: its own deletions of shared resources run under that.
+type syncKey struct{}
 
-// instanceGroup deletes the cluster's group of zone. The groups are shared
-// by the cluster's internal load balancers: callers delete them only once
-// none is left.
-func (d lbDeleter) instanceGroup(ctx context.Context, zone string) error {
-	name := d.l.c.instanceGroupName()
-	return d.del(ctx, "instanceGroups.delete", "deleting instance group "+name+" in "+zone, func(ctx context.Context, rid *string) (*compute.Operation, error) {
-		return d.cl.instanceGroups.Delete(ctx, &computepb.DeleteInstanceGroupRequest{RequestId: rid, Project: d.env.project, Zone: zone, InstanceGroup: name})
-	})
-}
-
-// pruneInstanceGroups deletes the cluster's shared instance groups once no
-// internal load balancer of the cluster uses them.
-func (l *loadBalancers) pruneInstanceGroups(ctx context.Context, cl *clients, env *environment) error {
-	services, err := l.clusterBackendServices(ctx, cl, env)
-	if err != nil {
-		return err
+// lockShared takes shared for a deletion, unless the caller is a sync,
+// which holds it already. Nothing may start using a shared resource while
+// it goes.
+func (l *loadBalancers) lockShared(ctx context.Context) func() {
+	if ctx.Value(syncKey{}) != nil {
+		return func() {}
 	}
-	if len(services) > 0 {
-		return nil // still in use
-	}
-	zones, err := l.groupZones(ctx, cl, env)
-	if err != nil {
-		return err
-	}
-	d := l.deleter(cl, env, "")
-	for _, zone := range zones {
-		if err := d.instanceGroup(ctx, zone); err != nil {
-			return err
-		}
-	}
-	return nil
+	l.shared.Lock()
+	return l.shared.Unlock
 }

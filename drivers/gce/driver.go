@@ -9,8 +9,6 @@ package gce
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
@@ -64,6 +62,10 @@ type Config struct {
 	// Endpoint overrides the Compute API URL (Private Service Connect,
 	// test doubles).
 	Endpoint string `koanf:"endpoint"`
+	// ClusterID names the resources the cluster's load balancers share,
+	// as cloud-provider-gcp's cluster ID; empty: the ConfigMap
+	// kube-system/ingress-uid's (created when absent, as upstream does).
+	ClusterID string `koanf:"clusterID"`
 	// StackType is cloud-provider-gcp's gce.conf stack-type: IPV4 (the
 	// default), IPV4_IPV6 or IPV6. An IPV6 cluster lists its Nodes' IPv6
 	// addresses first.
@@ -105,6 +107,9 @@ func (c *Config) Validate() error {
 			add(fmt.Sprintf("nodeTags[%d]", i), "%q is not a network tag (lower-case letters, digits and dashes)", t)
 		}
 	}
+	if c.ClusterID != "" && !clusterIDRE.MatchString(c.ClusterID) {
+		add("clusterID", "%q is not a cluster ID: lower-case letters, digits and dashes, at most 40 (the provider-uid of the ConfigMap kube-system/ingress-uid)", c.ClusterID)
+	}
 	switch c.StackType {
 	case "", StackIPv4, StackDualStack, StackIPv6:
 	default:
@@ -131,10 +136,10 @@ func init() {
 
 // Cloud is GCE for one cluster.
 type Cloud struct {
-	cfg    Config
-	api    *cloudapi.Client
-	deps   driver.Deps
-	prefix string // every resource polyccm creates is named with it
+	cfg  Config
+	api  *cloudapi.Client
+	deps driver.Deps
+	cid  *clusterID
 
 	mu      sync.Mutex
 	clients *clients
@@ -159,7 +164,8 @@ func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
 	if !ok {
 		return nil, fmt.Errorf("gce: config is %T, want *gce.Config", cfgAny)
 	}
-	c := &Cloud{cfg: *cfg, api: deps.API, deps: deps, prefix: NamePrefix(deps.ClusterName)}
+	c := &Cloud{cfg: *cfg, api: deps.API, deps: deps}
+	c.cid = &clusterID{c: c}
 	c.lbs = &loadBalancers{c: c, own: loadbalancers.NewOwnership(loadbalancers.Options{
 		Cloud:         "GCE",
 		Informers:     deps.Informers,
@@ -174,26 +180,6 @@ func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
 		c.nodes = nodes.Lister()
 	}
 	return c, nil
-}
-
-// NamePrefix is the prefix of every resource name polyccm uses for a
-// cluster: readable, and unique per cluster name by its hash.
-func NamePrefix(cluster string) string {
-	h := sha256.Sum256([]byte(cluster))
-	base := strings.Map(func(r rune) rune {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
-			return r
-		}
-		return '-'
-	}, strings.ToLower(cluster))
-	base = strings.Trim(base, "-")
-	if len(base) > 12 {
-		base = strings.Trim(base[:12], "-")
-	}
-	if base == "" {
-		base = "cluster"
-	}
-	return "k8s-" + base + "-" + hex.EncodeToString(h[:])[:6] + "-"
 }
 
 // Instances returns the batched instance source.
@@ -211,7 +197,7 @@ type clients struct {
 	// Legacy HTTP health checks, which target pools need, have no client
 	// in cloud.google.com/go/compute; the discovery-based client has them.
 	httpHealth      *computev1.HttpHealthChecksService
-	regionHealth    *compute.RegionHealthChecksClient
+	health          *compute.HealthChecksClient // global: upstream's internal load balancers use one
 	firewalls       *compute.FirewallsClient
 	backendServices *compute.RegionBackendServicesClient
 	instanceGroups  *compute.InstanceGroupsClient
@@ -281,7 +267,7 @@ func (c *Cloud) client(ctx context.Context) (*clients, error) {
 	} else {
 		cl.httpHealth = svc.HttpHealthChecks
 	}
-	cl.regionHealth, err = compute.NewRegionHealthChecksRESTClient(ctx, opts...)
+	cl.health, err = compute.NewHealthChecksRESTClient(ctx, opts...)
 	mk(err)
 	cl.firewalls, err = compute.NewFirewallsRESTClient(ctx, opts...)
 	mk(err)
@@ -307,7 +293,7 @@ func (c *Cloud) client(ctx context.Context) (*clients, error) {
 	*cl.addresses.CallOptions = compute.AddressesCallOptions{}
 	*cl.forwardingRules.CallOptions = compute.ForwardingRulesCallOptions{}
 	*cl.targetPools.CallOptions = compute.TargetPoolsCallOptions{}
-	*cl.regionHealth.CallOptions = compute.RegionHealthChecksCallOptions{}
+	*cl.health.CallOptions = compute.HealthChecksCallOptions{}
 	*cl.firewalls.CallOptions = compute.FirewallsCallOptions{}
 	*cl.backendServices.CallOptions = compute.RegionBackendServicesCallOptions{}
 	*cl.instanceGroups.CallOptions = compute.InstanceGroupsCallOptions{}

@@ -2,7 +2,6 @@ package gce_test
 
 import (
 	"errors"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -88,24 +87,5 @@ func TestRegistration(t *testing.T) {
 	}
 	if !strings.Contains(d.CredentialsHint, "drivers.gce.credentials") {
 		t.Errorf("CredentialsHint %q does not name the key", d.CredentialsHint)
-	}
-}
-
-func TestNamePrefix(t *testing.T) {
-	t.Parallel()
-	valid := regexp.MustCompile(`^k8s-[a-z0-9-]+-[0-9a-f]{6}-$`)
-	seen := map[string]string{}
-	for _, cluster := range []string{"prod", "Prod", "prod-eu-west-1-blue", "prod-eu-west-1-green", "---", "", "日本", "a.b_c"} {
-		p := gce.NamePrefix(cluster)
-		if !valid.MatchString(p) || len(p) > 4+12+1+6+1 {
-			t.Errorf("NamePrefix(%q) = %q, not a short GCE name prefix", cluster, p)
-		}
-		if other, dup := seen[p]; dup {
-			t.Errorf("clusters %q and %q share the prefix %s", other, cluster, p)
-		}
-		seen[p] = cluster
-		if gce.NamePrefix(cluster) != p {
-			t.Errorf("NamePrefix(%q) is not stable", cluster)
-		}
 	}
 }

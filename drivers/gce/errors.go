@@ -69,3 +69,26 @@ func classify(err error) cloudapi.Classification {
 	}
 	return cl
 }
+
+// isInUse reports whether GCE refused a delete because another resource
+// uses the one deleted, synchronously or in the operation.
+func isInUse(err error) bool {
+	if err == nil {
+		return false
+	}
+	if oe, ok := errors.AsType[*operationError](err); ok {
+		return oe.code == "RESOURCE_IN_USE_BY_ANOTHER_RESOURCE"
+	}
+	if ae, ok := errors.AsType[*apierror.APIError](err); ok {
+		if ae.Reason() == "resourceInUseByAnotherResource" {
+			return true
+		}
+		if ge, ok := ae.Unwrap().(*googleapi.Error); ok {
+			return len(ge.Errors) > 0 && ge.Errors[0].Reason == "resourceInUseByAnotherResource"
+		}
+	}
+	if ge, ok := errors.AsType[*googleapi.Error](err); ok {
+		return len(ge.Errors) > 0 && ge.Errors[0].Reason == "resourceInUseByAnotherResource"
+	}
+	return false
+}

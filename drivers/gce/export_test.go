@@ -12,13 +12,7 @@ import (
 // PlanOf observes the Service's load balancer and plans its sync without
 // applying it, for tests that apply the plan themselves.
 func PlanOf(ctx context.Context, cloud driver.Cloud, svc *v1.Service, nodes []*v1.Node) (*loadbalancers.Plan, error) {
-	l := cloud.(*Cloud).lbs
-	a := LBAnnotations.Parse(svc)
-	spec := l.c.desiredLB(svc, a, l.c.cfg.Subnetwork)
-	if err := a.Report(nil); err != nil {
-		return nil, err
-	}
-	p, err := l.observeAndPlan(ctx, svc, spec, nodes)
+	p, _, err := cloud.(*Cloud).lbs.planFor(ctx, svc, nodes)
 	if err != nil {
 		return nil, err
 	}

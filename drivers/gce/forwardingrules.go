@@ -30,7 +30,7 @@ func (l *loadBalancers) getForwardingRule(ctx context.Context, cl *clients, env 
 func wantRule(env *environment, spec *lbSpec) *computepb.ForwardingRule {
 	want := spec.forwardingRule()
 	if spec.internal {
-		want.BackendService = ptr(backendServiceURL(env, spec))
+		want.BackendService = ptr(backendServiceURL(env, spec.bsName))
 		want.Network = ptr(networkURL(env))
 		want.Subnetwork = ptr("projects/" + env.project + "/regions/" + env.region + "/subnetworks/" + spec.subnetwork)
 		if spec.globalAccess {
@@ -53,23 +53,46 @@ func wantRule(env *environment, spec *lbSpec) *computepb.ForwardingRule {
 	return want
 }
 
-// createForwardingRule makes the rule and returns its address, which GCE
-// picks unless the Service names one.
-func (l *loadBalancers) createForwardingRule(ctx context.Context, cl *clients, env *environment, spec *lbSpec, want *computepb.ForwardingRule) (string, error) {
+// createForwardingRule makes the rule on the address the plan holds.
+func (l *loadBalancers) createForwardingRule(ctx context.Context, cl *clients, env *environment, spec *lbSpec, want *computepb.ForwardingRule) error {
 	if err := l.c.change(ctx, cl, "forwardingRules.insert", "creating forwarding rule "+spec.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
 		return cl.forwardingRules.Insert(ctx, &computepb.InsertForwardingRuleRequest{RequestId: rid, Project: env.project, Region: env.region, ForwardingRuleResource: want})
 	}); err != nil {
+		return err
+	}
+	klog.InfoS("Created forwarding rule", "service", spec.service, "name", spec.base, "ip", want.GetIPAddress())
+	return nil
+}
+
+// reserveAddress reserves the load balancer's address under its name, as
+// upstream's ensureStaticIP and address manager do: ip (the address of
+// the rule about to be replaced, which this promotes from ephemeral to
+// static, or the Service's loadBalancerIP), or a new one when ip is "".
+// It returns the address reserved.
+func (l *loadBalancers) reserveAddress(ctx context.Context, cl *clients, env *environment, spec *lbSpec, ip string) (string, error) {
+	a := &computepb.Address{Name: &spec.base, Description: ptr(serviceDescription(spec.service))}
+	if ip != "" {
+		a.Address = &ip
+	}
+	if spec.internal {
+		a.AddressType = ptr("INTERNAL")
+		a.Subnetwork = ptr("projects/" + env.project + "/regions/" + env.region + "/subnetworks/" + spec.subnetwork)
+	} else {
+		a.NetworkTier = &spec.tier
+	}
+	if err := l.c.change(ctx, cl, "addresses.insert", "reserving address "+spec.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+		return cl.addresses.Insert(ctx, &computepb.InsertAddressRequest{RequestId: rid, Project: env.project, Region: env.region, AddressResource: a})
+	}); err != nil {
 		return "", err
 	}
-	cur, err := l.getForwardingRule(ctx, cl, env, spec.base)
+	got, err := l.getAddress(ctx, cl, env, spec.base)
 	if err != nil {
 		return "", err
 	}
-	if cur == nil {
-		return "", fmt.Errorf("forwarding rule %s was created but is not there yet", spec.base)
+	if got == nil || got.GetAddress() == "" {
+		return "", fmt.Errorf("address %s was reserved but is not there yet", spec.base)
 	}
-	klog.InfoS("Created forwarding rule", "service", spec.service, "name", spec.base, "ip", cur.GetIPAddress())
-	return cur.GetIPAddress(), nil
+	return got.GetAddress(), nil
 }
 
 // ruleView is what polyccm sets of a forwarding rule, in one form whichever
@@ -137,7 +160,7 @@ func portsOf(fr *computepb.ForwardingRule) string {
 func (spec *lbSpec) forwardingRule() *computepb.ForwardingRule {
 	return &computepb.ForwardingRule{
 		Name:                &spec.base,
-		Description:         ptr(description(spec)),
+		Description:         ptr(serviceDescription(spec.service)),
 		IPProtocol:          &spec.protocol,
 		LoadBalancingScheme: ptr(spec.scheme()),
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/polyccm/polyccm/core/annotations"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/driver"
+	"github.com/polyccm/polyccm/core/driver/drivertest"
 	"github.com/polyccm/polyccm/core/instances"
 	"github.com/polyccm/polyccm/core/loadbalancers"
 	"github.com/polyccm/polyccm/drivers/gce"
@@ -121,6 +122,7 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 		Network:     fakegce.DefaultNetwork,
 		Subnetwork:  fakegce.DefaultNetwork,
 		NodeTags:    []string{testNodeTag},
+		ClusterID:   st.cluster, // upstream's cluster ID, a name here for readable tests
 		Credentials: secret.Secret{Value: string(key)},
 		Endpoint:    f.URL(),
 	}
@@ -142,7 +144,7 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	})
 	e := &env{t: t, fake: f, cfg: cfg, api: api, kube: k8sfake.NewClientset(), rec: record.NewFakeRecorder(1000)}
 	e.factory = informers.NewSharedInformerFactory(e.kube, 0)
-	cloud, err := d.New(cfg, driver.Deps{ClusterName: st.cluster, API: api, Informers: e.factory, Recorder: e.rec})
+	cloud, err := d.New(cfg, driver.Deps{ClusterName: st.cluster, API: api, Informers: e.factory, Recorder: e.rec, ClientBuilder: drivertest.Clients(e.kube)})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -278,6 +280,22 @@ func tcp(port, nodePort int32) v1.ServicePort {
 
 func udp(port, nodePort int32) v1.ServicePort {
 	return v1.ServicePort{Name: fmt.Sprintf("udp-%d", port), Protocol: v1.ProtocolUDP, Port: port, NodePort: nodePort}
+}
+
+// Upstream's names of what a test cluster's load balancers share (the
+// tests' cluster ID is the cluster's name).
+var testNodesHC = "k8s-" + testCluster + "-node"
+
+func (e *env) nodesHC() string { return "k8s-" + e.cfg.ClusterID + "-node" }
+func (e *env) group() string   { return "k8s-ig--" + e.cfg.ClusterID }
+
+// hcNameOf is the health check svc's load balancer uses: the nodes'
+// shared one, or with local traffic its own, named as the load balancer.
+func (e *env) hcNameOf(svc *v1.Service) string {
+	if healthPort(svc) != 10256 {
+		return e.lbName(svc)
+	}
+	return e.nodesHC()
 }
 
 // lbName is what the driver names a Service's resources.

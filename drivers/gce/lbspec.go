@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/polyccm/polyccm/core/annotations"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
 // Service annotations, with GKE's names and meanings.
@@ -20,6 +21,11 @@ const (
 	AnnInternalSubnet         = "networking.gke.io/internal-load-balancer-subnet"
 	AnnAllowGlobalAccess      = "networking.gke.io/internal-load-balancer-allow-global-access"
 	AnnNetworkTier            = "cloud.google.com/network-tier"
+	// AnnBackendShare lets internal Services of one protocol and session
+	// affinity share a backend service (the older key is
+	// cloud.google.com/load-balancer-backend-share).
+	AnnBackendShare       = "alpha.cloud.google.com/load-balancer-backend-share"
+	AnnLegacyBackendShare = "cloud.google.com/load-balancer-backend-share"
 )
 
 const (
@@ -36,7 +42,7 @@ var healthCheckRanges = []string{"130.211.0.0/22", "35.191.0.0/16", "209.85.152.
 
 // LBAnnotations are the annotations the GCE driver supports.
 var LBAnnotations = annotations.NewSet(
-	[]string{"networking.gke.io/load-balancer-", "networking.gke.io/internal-load-balancer-", "cloud.google.com/load-balancer-", "cloud.google.com/network-tier"},
+	[]string{"networking.gke.io/load-balancer-", "networking.gke.io/internal-load-balancer-", "cloud.google.com/load-balancer-", "alpha.cloud.google.com/load-balancer-", "cloud.google.com/network-tier"},
 	annotations.Enum(AnnLoadBalancerType, []string{"Internal", "External"}, "External",
 		"Internal: an internal passthrough load balancer (backend service, instance groups) in the VPC; External: a target pool behind a regional forwarding rule."),
 	annotations.Enum(AnnLegacyLoadBalancerType, []string{"Internal", "External"}, "External",
@@ -50,43 +56,58 @@ var LBAnnotations = annotations.NewSet(
 		}),
 	annotations.Bool(AnnAllowGlobalAccess, "false", "Let clients in every region of the VPC reach an internal load balancer."),
 	annotations.Enum(AnnNetworkTier, []string{"Premium", "Standard"}, "Premium", "Network tier of an external load balancer's address."),
+	annotations.Bool(AnnBackendShare, "false", "Internal load balancers: share one backend service with the cluster's other internal Services of the same protocol and session affinity (ignored with externalTrafficPolicy Local)."),
+	annotations.Bool(AnnLegacyBackendShare, "false", "The older name of "+AnnBackendShare+"."),
 )
 
-// lbSpec is the load balancer a Service asks for.
+// lbSpec is the load balancer a Service asks for, with the names
+// cloud-provider-gcp gives its resources.
 type lbSpec struct {
-	service      string // namespace/name
-	base         string // name of the forwarding rule, pool, backend service
-	internal     bool
-	protocol     string // TCP or UDP
-	ports        []int32
-	hcPort       int32
-	hcPath       string
-	ip           string
-	tier         string
+	service  string // namespace/name
+	base     string // forwarding rule, target pool, own backend service and health check
+	cid      string // cluster ID
+	internal bool
+	protocol string // TCP or UDP
+	ports    []int32
+	// The health check: the nodes' shared one (kube-proxy's health port)
+	// or, with externalTrafficPolicy Local, the Service's own on its
+	// health check node port.
+	hcName   string
+	hcShared bool
+	hcPort   int32
+	hcPath   string
+	affinity string // NONE or CLIENT_IP
+	ip       string
+	tier     string
+	// Internal: the backend service, the Service's own or shared.
+	bsName       string
+	bsShared     bool
 	subnetwork   string
 	globalAccess bool
 	sources      []string
 }
 
-// lbName is the resource base name: the cluster prefix + "a" + the
-// Service UID without dashes, as the in-tree GCE provider names it.
-func (c *Cloud) lbName(svc *v1.Service) string {
-	name := "a" + strings.ReplaceAll(string(svc.UID), "-", "")
-	if len(name) > 32 {
-		name = name[:32]
-	}
-	return c.prefix + name
-}
+// lbName is the Service's load balancer name: "a" + its UID without
+// dashes, cut to 32 characters (cloudprovider.DefaultLoadBalancerName).
+func lbName(svc *v1.Service) string { return loadbalancers.DefaultName(svc) }
 
-// desiredLB computes the load balancer for svc; problems go into a.
-func (c *Cloud) desiredLB(svc *v1.Service, a *annotations.Values, defaultSubnet string) *lbSpec {
+// desiredLB computes the load balancer for svc in the cluster cid;
+// problems go into a.
+func desiredLB(svc *v1.Service, a *annotations.Values, defaultSubnet, cid string) *lbSpec {
 	s := &lbSpec{
 		service:      svc.Namespace + "/" + svc.Name,
-		base:         c.lbName(svc),
+		base:         lbName(svc),
+		cid:          cid,
+		hcShared:     true,
+		hcName:       nodesHealthCheckName(cid),
 		hcPort:       kubeProxyHealthPort,
 		hcPath:       kubeProxyHealthPath,
+		affinity:     "NONE",
 		ip:           strings.TrimSpace(svc.Spec.LoadBalancerIP),
 		globalAccess: a.Bool(AnnAllowGlobalAccess, false),
+	}
+	if svc.Spec.SessionAffinity == v1.ServiceAffinityClientIP {
+		s.affinity = "CLIENT_IP"
 	}
 	lbType := a.String(AnnLoadBalancerType, a.String(AnnLegacyLoadBalancerType, "External"))
 	if a.Has(AnnLoadBalancerType) && a.Has(AnnLegacyLoadBalancerType) && a.String(AnnLoadBalancerType, "") != a.String(AnnLegacyLoadBalancerType, "") {
@@ -94,7 +115,7 @@ func (c *Cloud) desiredLB(svc *v1.Service, a *annotations.Values, defaultSubnet 
 	}
 	s.internal = lbType == "Internal"
 	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort != 0 {
-		s.hcPort = svc.Spec.HealthCheckNodePort
+		s.hcShared, s.hcName, s.hcPort = false, s.base, svc.Spec.HealthCheckNodePort
 	}
 	if s.ip != "" && net.ParseIP(s.ip) == nil {
 		a.Fail("spec.loadBalancerIP", "%q is not an IP address", s.ip)
@@ -107,9 +128,11 @@ func (c *Cloud) desiredLB(svc *v1.Service, a *annotations.Values, defaultSubnet 
 		if a.Has(AnnNetworkTier) {
 			a.Fail(AnnNetworkTier, "applies to external load balancers only")
 		}
+		// As upstream: sharing needs the shared health check.
+		s.bsShared = (a.Bool(AnnBackendShare, false) || a.Bool(AnnLegacyBackendShare, false)) && s.hcShared
 	} else {
 		s.tier = strings.ToUpper(a.String(AnnNetworkTier, "Premium"))
-		for _, k := range []string{AnnInternalSubnet, AnnAllowGlobalAccess} {
+		for _, k := range []string{AnnInternalSubnet, AnnAllowGlobalAccess, AnnBackendShare, AnnLegacyBackendShare} {
 			if a.Has(k) {
 				a.Fail(k, "applies to internal load balancers only (set %s: Internal)", AnnLoadBalancerType)
 			}
@@ -154,6 +177,10 @@ func (c *Cloud) desiredLB(svc *v1.Service, a *annotations.Values, defaultSubnet 
 		s.sources = []string{"0.0.0.0/0"}
 	}
 	sort.Strings(s.sources)
+	s.bsName = s.base
+	if s.bsShared {
+		s.bsName = sharedBackendServiceName(cid, s.protocol, svc.Spec.SessionAffinity)
+	}
 	return s
 }
 
@@ -181,13 +208,22 @@ func (s *lbSpec) forwardingPorts() (ports []string, portRange string, all bool) 
 	return nil, "", true
 }
 
-// firewallPorts are the ports clients reach the nodes on: a passthrough
-// load balancer keeps the destination (the Service port), and kube-proxy
-// takes it from there.
+// firewallPorts are the ports clients reach the nodes on (a passthrough
+// load balancer keeps the destination port), consecutive ones as a range,
+// as upstream writes them (a rule takes at most 100 ports or ranges).
 func (s *lbSpec) firewallPorts() []string {
 	var out []string
-	for _, p := range s.ports {
-		out = append(out, strconv.Itoa(int(p)))
+	for i := 0; i < len(s.ports); {
+		j := i
+		for j+1 < len(s.ports) && s.ports[j+1] == s.ports[j]+1 {
+			j++
+		}
+		if i == j {
+			out = append(out, strconv.Itoa(int(s.ports[i])))
+		} else {
+			out = append(out, fmt.Sprintf("%d-%d", s.ports[i], s.ports[j]))
+		}
+		i = j + 1
 	}
 	return out
 }

@@ -224,7 +224,7 @@ func TestValidServiceSettings(t *testing.T) {
 	}
 	firewall := func(proto string, ports, sources []string) check {
 		return func(t *testing.T, e *env, base string, fr fakegce.ForwardingRule) {
-			fw := e.firewall(base + "-fw")
+			fw := e.firewall("k8s-fw-" + base)
 			if len(fw.Allowed) != 1 || fw.Allowed[0].IPProtocol != proto || !slices.Equal(sorted(fw.Allowed[0].Ports), sorted(ports)) {
 				t.Errorf("firewall allows %+v, want %s %v", fw.Allowed, proto, ports)
 			}
@@ -245,16 +245,23 @@ func TestValidServiceSettings(t *testing.T) {
 	}
 	healthPort := func(port int) check {
 		return func(t *testing.T, e *env, base string, fr fakegce.ForwardingRule) {
+			// Upstream's names: the nodes' shared check, or with a
+			// health check node port the Service's own.
+			hcName, hcfwName := e.nodesHC(), e.nodesHC()+"-http-hc"
+			if port != 10256 {
+				hcName, hcfwName = base, "k8s-"+base+"-http-hc"
+			}
 			if fr.LoadBalancingScheme == "EXTERNAL" {
-				if hc := e.httpHealthCheck(base + "-hc"); hc.Port != port || hc.RequestPath != "/healthz" {
+				if hc := e.httpHealthCheck(hcName); hc.Port != port || hc.RequestPath != "/healthz" {
 					t.Errorf("legacy health check %+v, want port %d /healthz", hc, port)
 				}
 			} else {
-				if hc := e.healthCheck(base + "-hc"); hc.HTTPHealthCheck == nil || hc.HTTPHealthCheck.Port != port || hc.HTTPHealthCheck.RequestPath != "/healthz" {
+				hcfwName = hcName + "-hc"
+				if hc := e.healthCheck(hcName); hc.HTTPHealthCheck == nil || hc.HTTPHealthCheck.Port != port || hc.HTTPHealthCheck.RequestPath != "/healthz" {
 					t.Errorf("health check %+v, want HTTP port %d /healthz", hc, port)
 				}
 			}
-			hcfw := e.firewall(base + "-hcfw")
+			hcfw := e.firewall(hcfwName)
 			if len(hcfw.Allowed) != 1 || hcfw.Allowed[0].IPProtocol != "tcp" || !slices.Equal(hcfw.Allowed[0].Ports, []string{itoa(port)}) {
 				t.Errorf("health-check firewall allows %+v, want tcp %d", hcfw.Allowed, port)
 			}
@@ -295,7 +302,7 @@ func TestValidServiceSettings(t *testing.T) {
 			[]check{ports("", []string{"443", "80", "8080"}, false), firewall("tcp", []string{"80", "443", "8080"}, []string{"0.0.0.0/0"})}},
 		{"internal with more than five ports", internal, func(s *v1.Service) {
 			s.Spec.Ports = []v1.ServicePort{tcp(1, 30001), tcp(2, 30002), tcp(3, 30003), tcp(4, 30004), tcp(5, 30005), tcp(6, 30006)}
-		}, []check{ports("", nil, true), firewall("tcp", []string{"1", "2", "3", "4", "5", "6"}, []string{"0.0.0.0/0"})}},
+		}, []check{ports("", nil, true), firewall("tcp", []string{"1-6"}, []string{"0.0.0.0/0"})}},
 		{"UDP", nil, func(s *v1.Service) { s.Spec.Ports = []v1.ServicePort{udp(53, 30053)} },
 			[]check{protocol("UDP"), ports("53-53", nil, false), firewall("udp", []string{"53"}, []string{"0.0.0.0/0"}), healthPort(10256)}},
 		{"internal UDP", internal, func(s *v1.Service) { s.Spec.Ports = []v1.ServicePort{udp(53, 30053)} },

@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
@@ -17,38 +22,88 @@ import (
 )
 
 // loadBalancers implements cloudprovider.LoadBalancer with GCE passthrough
-// load balancers. Every resource is named with the cluster prefix, and
-// only such resources are changed or deleted.
+// load balancers, named and described as cloud-provider-gcp names them,
+// so a cluster switching from it keeps its load balancers and addresses.
 type loadBalancers struct {
 	c   *Cloud
 	own *loadbalancers.Ownership
+	// shared guards what Services share (the nodes' health check and its
+	// firewall rule, shared backend services, instance groups): a sync
+	// that uses them holds it for reading, the delete of one for writing,
+	// so nothing is deleted between another sync's making it and using it.
+	shared sync.RWMutex
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
+
+// The finalizers cloud-provider-gcp puts on the Services whose load
+// balancers it makes, and those of GKE's other load-balancer controllers,
+// which mean the Service is theirs.
+const (
+	FinalizerNetLBv1 = "gke.networking.io/l4-netlb-v1"
+	FinalizerILBv1   = "gke.networking.io/l4-ilb-v1"
+	finalizerNetLBv2 = "gke.networking.io/l4-netlb-v2"
+	finalizerNetLBv3 = "gke.networking.io/l4-netlb-v3"
+	finalizerILBv2   = "gke.networking.io/l4-ilb-v2"
+	// AnnRBS asks GKE's controller for a backend-service based external
+	// load balancer ("enabled").
+	AnnRBS = "cloud.google.com/l4-rbs"
+)
+
+// elsewhere reports whether another controller serves the Service's load
+// balancer, as upstream decides: GKE's backend-service based external
+// load balancers (the l4-rbs annotation, their finalizers) and its
+// subsetting internal ones (the l4-ilb-v2 finalizer), unless the rule or
+// upstream's own finalizer shows the load balancer is of the kind polyccm
+// makes.
+func elsewhere(svc *v1.Service, fr *computepb.ForwardingRule) bool {
+	has := func(f string) bool { return slices.Contains(svc.Finalizers, f) }
+	internal := isInternal(svc)
+	if !internal {
+		if has(FinalizerNetLBv1) || (fr != nil && fr.GetTarget() != "") {
+			return false
+		}
+		return svc.Annotations[AnnRBS] == "enabled" || has(finalizerNetLBv2) || has(finalizerNetLBv3)
+	}
+	return fr == nil && !has(FinalizerILBv1) && has(finalizerILBv2)
+}
+
+// isInternal is the scheme the annotations ask for, valid or not.
+func isInternal(svc *v1.Service) bool {
+	for _, k := range []string{AnnLoadBalancerType, AnnLegacyLoadBalancerType} {
+		if v, ok := svc.Annotations[k]; ok {
+			return strings.EqualFold(strings.TrimSpace(v), "Internal")
+		}
+	}
+	return false
+}
 
 // LoadBalancer returns the load balancer implementation.
 func (c *Cloud) LoadBalancer() cloudprovider.LoadBalancer { return c.lbs }
 
 func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service) string {
-	return l.c.lbName(svc)
+	return lbName(svc)
 }
 
 // GetLoadBalancer reports the forwarding rule's address. Exists is true
-// while anything made for the Service is left, because the service
-// controller calls EnsureLoadBalancerDeleted only then: a half-deleted load
-// balancer must still be cleaned up.
+// while anything made for the Service is left, or upstream's finalizer is
+// on it, because the service controller calls EnsureLoadBalancerDeleted
+// only then: a half-deleted load balancer must still be cleaned up.
 func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
-	cl, env, err := l.setup(ctx)
+	cl, env, _, err := l.setup(ctx)
 	if err != nil {
 		return nil, false, err
 	}
-	base := l.c.lbName(svc)
+	base := lbName(svc)
 	fr, err := l.getForwardingRule(ctx, cl, env, base)
 	if err != nil {
 		return nil, false, err
 	}
 	if fr != nil {
 		return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: fr.GetIPAddress()}}}, true, nil
+	}
+	if slices.Contains(svc.Finalizers, FinalizerNetLBv1) || slices.Contains(svc.Finalizers, FinalizerILBv1) {
+		return &v1.LoadBalancerStatus{}, true, nil
 	}
 	left, err := l.leftovers(ctx, cl, env, base)
 	if err != nil || !left {
@@ -69,19 +124,11 @@ func (l *loadBalancers) leftovers(ctx context.Context, cl *clients, env *environ
 			return err
 		},
 		func(ctx context.Context) error {
-			_, err := cl.regionHealth.Get(ctx, &computepb.GetRegionHealthCheckRequest{Project: env.project, Region: env.region, HealthCheck: base + "-hc"})
+			_, err := cl.firewalls.Get(ctx, &computepb.GetFirewallRequest{Project: env.project, Firewall: firewallName(base)})
 			return err
 		},
 		func(ctx context.Context) error {
-			_, err := cl.httpHealth.Get(env.project, base+"-hc").Context(ctx).Do()
-			return err
-		},
-		func(ctx context.Context) error {
-			_, err := cl.firewalls.Get(ctx, &computepb.GetFirewallRequest{Project: env.project, Firewall: base + "-fw"})
-			return err
-		},
-		func(ctx context.Context) error {
-			_, err := cl.firewalls.Get(ctx, &computepb.GetFirewallRequest{Project: env.project, Firewall: base + "-hcfw"})
+			_, err := cl.addresses.Get(ctx, &computepb.GetAddressRequest{Project: env.project, Region: env.region, Address: base})
 			return err
 		},
 	}
@@ -97,16 +144,57 @@ func (l *loadBalancers) leftovers(ctx context.Context, cl *clients, env *environ
 	return false, nil
 }
 
-func (l *loadBalancers) setup(ctx context.Context) (*clients, *environment, error) {
+func (l *loadBalancers) setup(ctx context.Context) (*clients, *environment, string, error) {
 	cl, err := l.c.client(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	env, err := l.c.environ(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
-	return cl, env, nil
+	cid, err := l.c.cid.get(ctx)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return cl, env, cid, nil
+}
+
+// releaseFinalizers removes upstream's finalizers from the Service once
+// its load balancer is gone, as upstream does; a Service already gone
+// needs nothing.
+func (l *loadBalancers) releaseFinalizers(ctx context.Context, svc *v1.Service) error {
+	if !slices.Contains(svc.Finalizers, FinalizerNetLBv1) && !slices.Contains(svc.Finalizers, FinalizerILBv1) {
+		return nil
+	}
+	if l.c.deps.ClientBuilder == nil {
+		return fmt.Errorf("no Kubernetes client to remove %s and %s from Service %s/%s", FinalizerNetLBv1, FinalizerILBv1, svc.Namespace, svc.Name)
+	}
+	kube, err := l.c.deps.ClientBuilder.Client("polyccm-gce-finalizers")
+	if err != nil {
+		return err
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := kube.CoreV1().Services(svc.Namespace).Get(ctx, svc.Name, metav1.GetOptions{})
+		if err != nil || cur.UID != svc.UID {
+			return err
+		}
+		keep := slices.DeleteFunc(slices.Clone(cur.Finalizers), func(f string) bool { return f == FinalizerNetLBv1 || f == FinalizerILBv1 })
+		if len(keep) == len(cur.Finalizers) {
+			return nil
+		}
+		cur.Finalizers = keep
+		_, err = kube.CoreV1().Services(svc.Namespace).Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("removing cloud-provider-gcp's finalizer from Service %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	klog.InfoS("Removed cloud-provider-gcp's load balancer finalizer", "service", klog.KObj(svc))
+	return nil
 }
 
 // UpdateLoadBalancer follows node changes. core/loadbalancers.Rules runs
@@ -126,12 +214,7 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v
 // ensure is one sync: observe the Service's resources, plan the changes
 // they need, apply them.
 func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	a := LBAnnotations.Parse(svc)
-	spec := l.c.desiredLB(svc, a, l.c.cfg.Subnetwork)
-	if err := a.Report(l.c.deps.Recorder); err != nil {
-		return nil, err
-	}
-	p, err := l.observeAndPlan(ctx, svc, spec, nodes)
+	p, spec, err := l.planFor(ctx, svc, nodes)
 	if err != nil {
 		return nil, err
 	}
@@ -139,27 +222,54 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if !p.Empty() {
 		klog.InfoS("Updating load balancer", "service", klog.KObj(svc), "loadBalancer", spec.base, "changes", p.String())
 	}
-	if err := p.Apply(ctx); err != nil {
+	l.shared.RLock()
+	err = p.Apply(context.WithValue(ctx, syncKey{}, true))
+	l.shared.RUnlock()
+	if err != nil {
 		l.recordOperationError(svc, err)
 		return nil, err
 	}
 	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: p.ip}}}, nil
 }
 
-// observeAndPlan reads the Service's resources and plans their changes; it
-// changes nothing. Another's forwarding rule or address is refused here,
-// before any change.
-func (l *loadBalancers) observeAndPlan(ctx context.Context, svc *v1.Service, spec *lbSpec, nodes []*v1.Node) (*lbPlan, error) {
-	cl, env, err := l.setup(ctx)
+// planFor reads the Service's resources and plans their changes; it
+// changes nothing. Invalid annotations, and another's forwarding rule or
+// address, are refused here, before any change.
+func (l *loadBalancers) planFor(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*lbPlan, *lbSpec, error) {
+	cl, env, cid, err := l.setup(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	a := LBAnnotations.Parse(svc)
+	spec := desiredLB(svc, a, l.c.cfg.Subnetwork, cid)
+	// Invalid settings are refused before any call, unless the Service
+	// may be another controller's (then the rule decides).
+	mayBeElsewhere := elsewhere(svc, nil)
+	if !mayBeElsewhere {
+		if err := a.Report(l.c.deps.Recorder); err != nil {
+			return nil, nil, err
+		}
 	}
 	// The rule is read first: it is what ownership is checked on, and it
 	// shows a scheme switch, which decides what else is read.
 	fr, err := l.getForwardingRule(ctx, cl, env, spec.base)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	if mayBeElsewhere && !elsewhere(svc, fr) {
+		if err := a.Report(l.c.deps.Recorder); err != nil {
+			return nil, nil, err
+		}
+	}
+	if elsewhere(svc, fr) {
+		return nil, nil, cloudprovider.ImplementedElsewhere
+	}
+	p, err := l.observeAndPlan(ctx, cl, env, svc, spec, nodes, fr)
+	return p, spec, err
+}
+
+// observeAndPlan plans the sync of spec from the rule fr (nil: none).
+func (l *loadBalancers) observeAndPlan(ctx context.Context, cl *clients, env *environment, svc *v1.Service, spec *lbSpec, nodes []*v1.Node, fr *computepb.ForwardingRule) (*lbPlan, error) {
 	if fr != nil {
 		if _, err := l.own.Check(ctx, svc, l.resource(fr.GetName(), fr.GetDescription(), fr.GetIPAddress())); err != nil {
 			return nil, err
@@ -170,8 +280,8 @@ func (l *loadBalancers) observeAndPlan(ctx context.Context, svc *v1.Service, spe
 			return nil, err
 		}
 	}
-	switched := fr == nil || !strings.EqualFold(fr.GetLoadBalancingScheme(), spec.scheme())
-	if !cloudapi.MayCreate(ctx) && switched {
+	switched := fr != nil && !strings.EqualFold(fr.GetLoadBalancingScheme(), spec.scheme())
+	if !cloudapi.MayCreate(ctx) && (fr == nil || switched) {
 		// A node sync with nothing to update, or a switch
 		// EnsureLoadBalancer makes: here the rule could be deleted but
 		// not made again.
@@ -185,7 +295,32 @@ func (l *loadBalancers) observeAndPlan(ctx context.Context, svc *v1.Service, spe
 	if err != nil {
 		return nil, err
 	}
-	return l.plan(cl, env, spec, byZone, obs), nil
+	if err := checkRequestedIP(env, spec, obs); err != nil {
+		return nil, err
+	}
+	p := l.plan(cl, env, spec, byZone, obs)
+	if !cloudapi.MayCreate(ctx) {
+		// A node sync changes membership only; anything it would have
+		// to make again (a rule replaced, a resource gone) waits for the
+		// Service's own sync, rather than be deleted and not remade.
+		for _, c := range p.Changes {
+			if c.Action == loadbalancers.Create && c.Kind != kindGroup {
+				return nil, cloudapi.ErrCreateSkipped
+			}
+		}
+	}
+	return p, nil
+}
+
+// checkRequestedIP refuses an external spec.loadBalancerIP that is
+// neither an address the project reserved nor the rule's own, as upstream
+// does: GCE gives out no other.
+func checkRequestedIP(env *environment, spec *lbSpec, obs *observed) error {
+	if spec.ip == "" || spec.internal || obs.userIP || (obs.rule != nil && obs.rule.GetIPAddress() == spec.ip) || (obs.addr != nil && obs.addr.GetAddress() == spec.ip) {
+		return nil
+	}
+	return cloudapi.Invalid("spec.loadBalancerIP %s of Service %s is neither a reserved address of region %s nor its load balancer's: reserve it first (gcloud compute addresses create NAME --region %s --addresses %s) or remove spec.loadBalancerIP",
+		spec.ip, spec.service, env.region, env.region, spec.ip)
 }
 
 // recordOperationError surfaces a failed GCE Operation as an event on the

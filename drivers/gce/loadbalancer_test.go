@@ -62,9 +62,11 @@ func (e *env) address(name string) fakegce.Address {
 func (e *env) checkExternal(svc *v1.Service, members []*v1.Node) fakegce.ForwardingRule {
 	e.t.Helper()
 	base := e.lbName(svc)
-	hcPath := "projects/" + testProject + "/global/httpHealthChecks/" + base + "-hc"
-	hc := e.httpHealthCheck(base + "-hc")
-	if hc.Port != healthPort(svc) || hc.RequestPath != "/healthz" || hc.CheckIntervalSec != 8 || hc.TimeoutSec != 1 || hc.HealthyThreshold != 1 || hc.UnhealthyThreshold != 3 {
+	hcName := e.hcNameOf(svc)
+	hcPath := "projects/" + testProject + "/global/httpHealthChecks/" + hcName
+	hc := e.httpHealthCheck(hcName)
+	// Upstream's timing, or longer where someone set it so.
+	if hc.Port != healthPort(svc) || hc.RequestPath != "/healthz" || hc.CheckIntervalSec < 8 || hc.TimeoutSec < 1 || hc.HealthyThreshold < 1 || hc.UnhealthyThreshold < 3 {
 		e.t.Errorf("health check %+v, want port %d /healthz every 8s", hc, healthPort(svc))
 	}
 	tp := e.targetPool(base)
@@ -78,12 +80,24 @@ func (e *env) checkExternal(svc *v1.Service, members []*v1.Node) fakegce.Forward
 	if fr.LoadBalancingScheme != "EXTERNAL" || shortURL(fr.Target) != shortURL(tp.SelfLink) || fr.IPProtocol != "TCP" {
 		e.t.Errorf("forwarding rule %+v, want an EXTERNAL TCP one to %s", fr, tp.SelfLink)
 	}
-	for _, d := range []string{fr.Description, tp.Description, hc.Description, e.firewall(base + "-fw").Description} {
-		if !strings.Contains(d, `"kubernetes.io/service-name":"shop/web"`) {
-			e.t.Errorf("description %q does not name the Service", d)
+	want := `{"kubernetes.io/service-name":"` + svc.Namespace + "/" + svc.Name + `"}`
+	for _, d := range []string{fr.Description, tp.Description} {
+		if d != want {
+			e.t.Errorf("description %q, want upstream's %s", d, want)
 		}
 	}
-	e.firewall(base + "-hcfw")
+	if want := `{"kubernetes.io/service-name":"` + hcName + `"}`; hc.Description != want {
+		e.t.Errorf("health check description %q, want upstream's %s", hc.Description, want)
+	}
+	fw := e.firewall("k8s-fw-" + base)
+	if want := `{"kubernetes.io/service-name":"` + svc.Namespace + "/" + svc.Name + `", "kubernetes.io/service-ip":"` + fr.IPAddress + `"}`; fw.Description != want || !slices.Equal(fw.DestinationRanges, []string{fr.IPAddress}) {
+		e.t.Errorf("firewall %s: description %q to %v, want %s to the address", fw.Name, fw.Description, fw.DestinationRanges, want)
+	}
+	if hcName == e.nodesHC() {
+		e.firewall(e.nodesHC() + "-http-hc")
+	} else {
+		e.firewall("k8s-" + base + "-http-hc")
+	}
 	return fr
 }
 
@@ -354,11 +368,8 @@ func TestStaticIPNotReserved(t *testing.T) {
 	if k := kind(err); k != cloudapi.KindInvalid {
 		t.Errorf("kind %v (%v), want invalid", k, err)
 	}
-	if _, ok := e.fake.ForwardingRule(testRegion, e.lbName(svc)); ok {
-		t.Error("forwarding rule created")
-	}
-	if _, exists := e.get(svc); !exists {
-		t.Error("GetLoadBalancer does not report the resources left to clean up")
+	if live := e.live(); len(live) != 0 {
+		t.Errorf("made before the address was refused: %v", live)
 	}
 	e.mustDelete(svc)
 	if live := e.live(); len(live) != 0 {
@@ -380,14 +391,14 @@ func TestEnsureConvergesOnChanges(t *testing.T) {
 	if fr := e.forwardingRule(base); fr.PortRange != "443-8443" {
 		t.Errorf("port range %s, want 443-8443", fr.PortRange)
 	}
-	if fw := e.firewall(base + "-fw"); !slices.Equal(sorted(fw.Allowed[0].Ports), []string{"443", "8443"}) {
+	if fw := e.firewall("k8s-fw-" + base); !slices.Equal(sorted(fw.Allowed[0].Ports), []string{"443", "8443"}) {
 		t.Errorf("firewall ports %v", fw.Allowed[0].Ports)
 	}
 
 	// New source ranges: the firewall follows.
 	svc.Spec.LoadBalancerSourceRanges = []string{"198.51.100.0/24"}
 	e.mustEnsure(svc, nodes)
-	if fw := e.firewall(base + "-fw"); !slices.Equal(fw.SourceRanges, []string{"198.51.100.0/24"}) {
+	if fw := e.firewall("k8s-fw-" + base); !slices.Equal(fw.SourceRanges, []string{"198.51.100.0/24"}) {
 		t.Errorf("firewall sources %v", fw.SourceRanges)
 	}
 
@@ -395,10 +406,10 @@ func TestEnsureConvergesOnChanges(t *testing.T) {
 	svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
 	svc.Spec.HealthCheckNodePort = 31999
 	e.mustEnsure(svc, nodes)
-	if hc := e.httpHealthCheck(base + "-hc"); hc.Port != 31999 {
+	if hc := e.httpHealthCheck(base); hc.Port != 31999 {
 		t.Errorf("health check port %d, want 31999", hc.Port)
 	}
-	if fw := e.firewall(base + "-hcfw"); !slices.Equal(fw.Allowed[0].Ports, []string{"31999"}) {
+	if fw := e.firewall("k8s-" + base + "-http-hc"); !slices.Equal(fw.Allowed[0].Ports, []string{"31999"}) {
 		t.Errorf("health-check firewall ports %v", fw.Allowed[0].Ports)
 	}
 
@@ -411,8 +422,11 @@ func TestEnsureConvergesOnChanges(t *testing.T) {
 	if st := e.fake.Stats()["forwardingRules"]; st.Created != 3 || st.Live != 1 {
 		t.Errorf("forwarding rules %+v, want two replacements", st)
 	}
-	if st := e.fake.Stats()["firewalls"]; st.Created != 2 {
-		t.Errorf("firewalls %+v: updated in place, not recreated", st)
+	if st := e.fake.Stats()["firewalls"]; st.Created != 3 || st.Live != 2 {
+		t.Errorf("firewalls %+v: updated in place, not recreated; the nodes' health check's gone with it", st)
+	}
+	if _, ok := e.live()["httpHealthChecks"]; len(e.live()["httpHealthChecks"]) != 1 || !ok {
+		t.Errorf("health checks %v, want only the Service's own", e.live()["httpHealthChecks"])
 	}
 	e.checkExternal(svc, nodes)
 }
@@ -455,37 +469,36 @@ func TestHalfDeletedLoadBalancerStillExists(t *testing.T) {
 	}
 }
 
-// TestClustersDoNotTouchEachOther: two clusters in one project name their
-// resources apart, even for the same Service UID.
+// TestClustersDoNotTouchEachOther: two clusters in one project share no
+// resource: what their load balancers share is named for their cluster
+// IDs, and deleting one's leaves the other's.
 func TestClustersDoNotTouchEachOther(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	other := newEnv(t, withFake(e.fake), withCluster("other-cluster"))
 	nodes := e.nodes("n", 2, testZone)
-	for _, ann := range []map[string]string{nil, {gce.AnnLoadBalancerType: "Internal"}} {
-		svc := service(ann)
-		if e.lbName(svc) == other.lbName(svc) {
-			t.Fatalf("both clusters name the load balancer %s", e.lbName(svc))
-		}
-		// The other cluster's load balancer for the same UID, with a
-		// node of its own (an instance is in one load-balanced group).
-		otherNodes := other.nodes("other-"+fmt.Sprint(len(ann)), 1, testZone)
-		other.mustEnsure(svc, otherNodes)
+	for i, ann := range []map[string]string{nil, {gce.AnnLoadBalancerType: "Internal"}} {
+		svc, theirs := service(ann), service(ann)
+		theirs.UID = types.UID(fmt.Sprintf("9999999%d-1d2c-4e5f-8a9b-7c6d5e4f3a2b", i))
+		// The other cluster's load balancer, with a node of its own (an
+		// instance is in one load-balanced group).
+		otherNodes := other.nodes("other-"+fmt.Sprint(i), 1, testZone)
+		other.mustEnsure(theirs, otherNodes)
 		mine := len(e.fake.ForwardingRules())
 		e.mustEnsure(svc, nodes)
 		if n := len(e.fake.ForwardingRules()); n != mine+1 {
 			t.Fatalf("%d forwarding rules, want %d", n, mine+1)
 		}
 		e.mustDelete(svc)
-		if _, exists := other.get(svc); !exists {
+		if _, exists := other.get(theirs); !exists {
 			t.Errorf("deleting this cluster's load balancer deleted the other's")
 		}
 		if ann != nil {
-			other.checkInternal(svc, otherNodes)
+			other.checkInternal(theirs, otherNodes)
 		} else {
-			other.checkExternal(svc, otherNodes)
+			other.checkExternal(theirs, otherNodes)
 		}
-		other.mustDelete(svc)
+		other.mustDelete(theirs)
 	}
 	if live := e.live(); len(live) != 0 {
 		t.Errorf("left: %v", live)
@@ -498,15 +511,9 @@ func TestServiceUIDsNameLoadBalancers(t *testing.T) {
 	a, b := service(nil), service(nil)
 	b.UID = types.UID("99999999-1d2c-4e5f-8a9b-7c6d5e4f3a2b")
 	na, nb := e.lbName(a), e.lbName(b)
-	prefix := gce.NamePrefix(testCluster)
-	if na == nb || !strings.HasPrefix(na, prefix+"a") || !strings.HasPrefix(nb, prefix+"a") {
-		t.Errorf("names %s and %s, want distinct under %s", na, nb, prefix)
-	}
-	if len(na) > 63-len("-hcfw") {
-		t.Errorf("name %s is too long for the -hcfw firewall rule", na)
-	}
-	if want := prefix + "a0c6b1f0e1d2c4e5f8a9b7c6d5e4f3a2"; na != want {
-		t.Errorf("name %s, want %s", na, want)
+	// cloudprovider's default name, as cloud-provider-gcp's.
+	if want := "a0c6b1f0e1d2c4e5f8a9b7c6d5e4f3a2"; na != want || nb != "a999999991d2c4e5f8a9b7c6d5e4f3a2" {
+		t.Errorf("names %s and %s, want %s and upstream's for the other", na, nb, want)
 	}
 }
 
@@ -517,9 +524,10 @@ func (e *env) checkInternal(svc *v1.Service, members []*v1.Node) fakegce.Forward
 	e.t.Helper()
 	base := e.lbName(svc)
 	regional := "projects/" + testProject + "/regions/" + testRegion
-	hc := e.healthCheck(base + "-hc")
-	if hc.Type != "HTTP" || hc.HTTPHealthCheck == nil || hc.HTTPHealthCheck.Port != healthPort(svc) || hc.HTTPHealthCheck.RequestPath != "/healthz" || lastSeg(hc.Region) != testRegion {
-		e.t.Errorf("health check %+v, want HTTP %d /healthz in %s", hc, healthPort(svc), testRegion)
+	hcName := e.hcNameOf(svc)
+	hc := e.healthCheck(hcName)
+	if hc.Type != "HTTP" || hc.HTTPHealthCheck == nil || hc.HTTPHealthCheck.Port != healthPort(svc) || hc.HTTPHealthCheck.RequestPath != "/healthz" || hc.Region != "" {
+		e.t.Errorf("health check %+v, want a global HTTP %d /healthz", hc, healthPort(svc))
 	}
 	// One group per zone with members, named for the cluster.
 	wantZones := map[string][]*v1.Node{}
@@ -535,7 +543,7 @@ func (e *env) checkInternal(svc *v1.Service, members []*v1.Node) fakegce.Forward
 			e.t.Errorf("no instance group in %s", zone)
 			continue
 		}
-		if g.Name != gce.NamePrefix(testCluster)+"ig" && !strings.HasSuffix(g.Name, "-ig") {
+		if g.Name != e.group() {
 			e.t.Errorf("instance group %s is not named for the cluster", g.Name)
 		}
 		if got, want := shortURLs(g.Members), instancePaths(ns); !slices.Equal(got, want) {
@@ -548,15 +556,12 @@ func (e *env) checkInternal(svc *v1.Service, members []*v1.Node) fakegce.Forward
 	var gotGroups []string
 	for _, b := range bs.Backends {
 		gotGroups = append(gotGroups, shortURL(b.Group))
-		if b.BalancingMode != "CONNECTION" {
-			e.t.Errorf("backend %s balances by %s", b.Group, b.BalancingMode)
-		}
 	}
 	slices.Sort(gotGroups)
 	if bs.LoadBalancingScheme != "INTERNAL" || !slices.Equal(gotGroups, wantGroups) {
 		e.t.Errorf("backend service %s with groups %v, want INTERNAL with %v", bs.LoadBalancingScheme, gotGroups, wantGroups)
 	}
-	if got := shortURLs(bs.HealthChecks); !slices.Equal(got, []string{regional + "/healthChecks/" + base + "-hc"}) {
+	if got := shortURLs(bs.HealthChecks); !slices.Equal(got, []string{"projects/" + testProject + "/global/healthChecks/" + hcName}) {
 		e.t.Errorf("backend service health checks %v", got)
 	}
 	fr := e.forwardingRule(base)
@@ -564,8 +569,12 @@ func (e *env) checkInternal(svc *v1.Service, members []*v1.Node) fakegce.Forward
 		shortURL(fr.Subnetwork) != regional+"/subnetworks/default" || lastSeg(fr.Network) != "default" {
 		e.t.Errorf("forwarding rule %+v, want INTERNAL to the backend service in the default subnetwork", fr)
 	}
-	e.firewall(base + "-fw")
-	e.firewall(base + "-hcfw")
+	e.firewall("k8s-fw-" + base)
+	if hcName == base {
+		e.firewall(base + "-hc")
+	} else {
+		e.firewall(hcName + "-hc")
+	}
 	return fr
 }
 
@@ -737,8 +746,10 @@ func TestSchemeSwitch(t *testing.T) {
 		t.Errorf("status %s, external rule %s", st.Ingress[0].IP, fr.IPAddress)
 	}
 	e.onlyKinds(externalKinds...)
-	if st := e.fake.Stats()["firewalls"]; st.Created != 2 {
-		t.Errorf("firewalls %+v: kept across the switches, not recreated", st)
+	// The traffic rule is kept across the switches; the health checks'
+	// rules are the schemes' own (k8s-<id>-node-http-hc, -node-hc).
+	if st := e.fake.Stats()["firewalls"]; st.Created != 4 || st.Deleted != 2 {
+		t.Errorf("firewalls %+v: want the traffic rule kept, the health-check rules replaced", st)
 	}
 	if st := e.fake.Stats()["forwardingRules"]; st.Created != 3 || st.Peak != 1 {
 		t.Errorf("forwarding rules %+v, want one at a time", st)
@@ -800,7 +811,13 @@ func TestSchemeSwitchResumes(t *testing.T) {
 	e.fake.Faults().RemoveRule(id)
 	e.mustEnsure(svc, nodes)
 	e.checkExternal(svc, nodes)
-	e.onlyKinds(externalKinds...)
+	// No rule shows the old scheme any more, so the groups stay until
+	// the Service goes (as upstream leaves them); nothing uses them.
+	e.onlyKinds(append(slices.Clone(externalKinds), "instanceGroups")...)
+	e.mustDelete(svc)
+	if live := e.live(); len(live) != 0 {
+		t.Errorf("left: %v", live)
+	}
 }
 
 // TestSchemeSwitchKeepsSharedGroups: the cluster's instance groups stay
@@ -841,14 +858,14 @@ func TestUpdateLeavesASchemeSwitchToEnsure(t *testing.T) {
 	e.mustEnsure(svc, nodes)
 	base := e.lbName(svc)
 	c := ctx(t)
-	desc := `{"kubernetes.io/service-name":"shop/web","managed-by":"polyccm"}`
+	desc := `{"kubernetes.io/service-name":"shop/web"}`
 	// The fake answers operations DONE here: no waiting needed.
 	legacy, err := computev1.NewService(c, option.WithEndpoint(e.fake.URL()+"/compute/v1/"),
 		option.WithTokenSource(oauth2.StaticTokenSource(&oauth2.Token{AccessToken: testToken})))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := legacy.HttpHealthChecks.Insert(testProject, &computev1.HttpHealthCheck{Name: base + "-hc", Description: desc, Port: 10256}).Context(c).Do(); err != nil {
+	if _, err := legacy.HttpHealthChecks.Insert(testProject, &computev1.HttpHealthCheck{Name: testNodesHC, Description: desc, Port: 10256}).Context(c).Do(); err != nil {
 		t.Fatal(err)
 	}
 	pools, err := compute.NewTargetPoolsRESTClient(c, e.userClient()...)
@@ -856,7 +873,7 @@ func TestUpdateLeavesASchemeSwitchToEnsure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pools.Close()
-	hcURL := "projects/" + testProject + "/global/httpHealthChecks/" + base + "-hc"
+	hcURL := "projects/" + testProject + "/global/httpHealthChecks/" + testNodesHC
 	op, err := pools.Insert(c, &computepb.InsertTargetPoolRequest{Project: testProject, Region: testRegion, TargetPoolResource: &computepb.TargetPool{Name: &base, Description: &desc, HealthChecks: []string{hcURL}}})
 	if err == nil {
 		err = op.Wait(c)

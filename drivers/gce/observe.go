@@ -19,37 +19,37 @@ import (
 // Planning works from it alone.
 type observed struct {
 	rule *computepb.ForwardingRule
-	// switched: the rule is missing or of the other scheme, so what the
-	// other scheme alone uses is deleted first (old says what exists).
-	switched bool
-	old      oldScheme
+	// switched: the rule is of the other scheme, so it and what the other
+	// scheme alone uses are deleted first. leftOther: no rule, but the
+	// other scheme's pool or backend service of the Service is there (a
+	// switch stopped after deleting the rule), so the same goes.
+	switched, leftOther bool
+	// addr is the address named for the load balancer: a reservation that
+	// keeps the rule's IP while the rule is replaced, left over when a
+	// sync stopped before releasing it.
+	addr *computepb.Address
+	// userIP: spec.loadBalancerIP is an address the operator reserved
+	// (under another name); it is never reserved or released here.
+	userIP bool
 
 	// External (target pool) load balancers.
-	httpHC *computev1.HttpHealthCheck
+	httpHC *computev1.HttpHealthCheck // the one the Service needs
 	pool   *computepb.TargetPool
 	// Internal (backend service) load balancers.
-	regionHC *computepb.HealthCheck
-	groups   map[string]*groupState // by zone, for the zones with nodes
-	bs       *computepb.BackendService
-	// Both.
-	firewalls map[string]*computepb.Firewall // by name
+	hc     *computepb.HealthCheck // the one the Service needs
+	groups map[string]*groupState // by zone, for the zones with nodes
+	bs     *computepb.BackendService
+	// oldBS is the backend service the rule forwards to when it is not
+	// the one the Service needs now (backend sharing turned on or off).
+	oldBS string
+	// firewalls by name: the Service's, and its health check's.
+	firewalls map[string]*computepb.Firewall
 }
 
 // groupState is the cluster's instance group of one zone.
 type groupState struct {
 	exists  bool
 	members map[string]bool // short instance URLs
-}
-
-// oldScheme is what exists of the other scheme's load balancer of the
-// Service, observed only on a switch.
-type oldScheme struct {
-	pool, httpHC bool // external leftovers, the Service being internal now
-	bs, regionHC bool // internal leftovers, the Service being external now
-	// groupZones are the zones of the cluster's instance groups, listed
-	// when no other internal load balancer of the cluster is left to use
-	// them.
-	groupZones []string
 }
 
 // observe reads the Service's resources other than the forwarding rule,
@@ -62,34 +62,49 @@ func (l *loadBalancers) observe(ctx context.Context, cl *clients, env *environme
 		return nil, errors.New("gce: the nodes' network tags are unknown; set drivers.gce.nodeTags so firewall rules reach them")
 	}
 	obs := &observed{rule: fr, switched: switched, firewalls: map[string]*computepb.Firewall{}}
-	if switched {
-		if err := l.observeOldScheme(ctx, cl, env, spec, obs); err != nil {
+	var err error
+	if obs.addr, err = l.getAddress(ctx, cl, env, spec.base); err != nil {
+		return nil, err
+	}
+	if fr == nil {
+		var other any
+		if spec.internal {
+			other, err = l.getTargetPool(ctx, cl, env, spec.base)
+		} else {
+			other, err = l.getBackendService(ctx, cl, env, spec.base)
+		}
+		if err != nil {
 			return nil, err
 		}
+		obs.leftOther = !isNilPtr(other)
 	}
-	var err error
 	if spec.internal {
-		if obs.regionHC, err = l.getRegionHealthCheck(ctx, cl, env, spec.base+"-hc"); err != nil {
+		if obs.hc, err = l.getHealthCheck(ctx, cl, env, spec.hcName); err != nil {
 			return nil, err
 		}
 		obs.groups = map[string]*groupState{}
 		for _, zone := range slices.Sorted(maps.Keys(byZone)) {
-			if obs.groups[zone], err = l.observeGroup(ctx, cl, env, zone); err != nil {
+			if obs.groups[zone], err = l.observeGroup(ctx, cl, env, spec.cid, zone); err != nil {
 				return nil, err
 			}
 		}
-		if obs.bs, err = l.getBackendService(ctx, cl, env, spec.base); err != nil {
+		if obs.bs, err = l.getBackendService(ctx, cl, env, spec.bsName); err != nil {
 			return nil, err
 		}
+		if fr != nil && !switched {
+			if old := lastSegment(fr.GetBackendService()); old != "" && old != spec.bsName {
+				obs.oldBS = old
+			}
+		}
 	} else {
-		if obs.httpHC, err = l.getHTTPHealthCheck(ctx, cl, env, spec.base+"-hc"); err != nil {
+		if obs.httpHC, err = l.getHTTPHealthCheck(ctx, cl, env, spec.hcName); err != nil {
 			return nil, err
 		}
 		if obs.pool, err = l.getTargetPool(ctx, cl, env, spec.base); err != nil {
 			return nil, err
 		}
 	}
-	for _, name := range []string{spec.base + "-fw", spec.base + "-hcfw"} {
+	for _, name := range []string{firewallName(spec.base), spec.hcFirewallName()} {
 		fw, err := l.getFirewall(ctx, cl, env, name)
 		if err != nil {
 			return nil, err
@@ -98,42 +113,33 @@ func (l *loadBalancers) observe(ctx context.Context, cl *clients, env *environme
 			obs.firewalls[name] = fw
 		}
 	}
+	if spec.ip != "" && (obs.addr == nil || obs.addr.GetAddress() != spec.ip) {
+		a, err := l.addressByIP(ctx, cl, env, spec.ip)
+		if err != nil {
+			return nil, err
+		}
+		obs.userIP = a != nil && a.GetName() != spec.base
+	}
 	return obs, nil
 }
 
-// observeOldScheme finds what the other scheme's load balancer left. With
-// no rule to show the old scheme (a pass may have stopped after deleting
-// it), both schemes' leftovers are looked for the same way.
-func (l *loadBalancers) observeOldScheme(ctx context.Context, cl *clients, env *environment, spec *lbSpec, obs *observed) error {
-	if spec.internal {
-		pool, err := l.getTargetPool(ctx, cl, env, spec.base)
-		if err != nil {
-			return err
-		}
-		hc, err := l.getHTTPHealthCheck(ctx, cl, env, spec.base+"-hc")
-		if err != nil {
-			return err
-		}
-		obs.old.pool, obs.old.httpHC = pool != nil, hc != nil
-		return nil
+// isNilPtr: a getter's "none" in an interface.
+func isNilPtr(v any) bool {
+	switch p := v.(type) {
+	case *computepb.TargetPool:
+		return p == nil
+	case *computepb.BackendService:
+		return p == nil
 	}
-	services, err := l.clusterBackendServices(ctx, cl, env)
-	if err != nil {
-		return err
+	return v == nil
+}
+
+// hcFirewallName is the firewall rule of the Service's health check.
+func (s *lbSpec) hcFirewallName() string {
+	if s.internal {
+		return internalHCFirewallName(s.base, s.cid, s.hcShared)
 	}
-	obs.old.bs = slices.Contains(services, spec.base)
-	hc, err := l.getRegionHealthCheck(ctx, cl, env, spec.base+"-hc")
-	if err != nil {
-		return err
-	}
-	obs.old.regionHC = hc != nil
-	// The groups are shared: they go only with the cluster's last
-	// internal load balancer.
-	if slices.ContainsFunc(services, func(s string) bool { return s != spec.base }) {
-		return nil
-	}
-	obs.old.groupZones, err = l.groupZones(ctx, cl, env)
-	return err
+	return externalHCFirewallName(s.cid, s.hcName, s.hcShared)
 }
 
 // orNil turns a definitive not-found into no resource.
@@ -142,6 +148,29 @@ func orNil[T any](v *T, err error) (*T, error) {
 		return nil, nil
 	}
 	return v, err
+}
+
+func (l *loadBalancers) getAddress(ctx context.Context, cl *clients, env *environment, name string) (*computepb.Address, error) {
+	return orNil(call(ctx, l.c, "addresses.get", func(ctx context.Context) (*computepb.Address, error) {
+		return cl.addresses.Get(ctx, &computepb.GetAddressRequest{Project: env.project, Region: env.region, Address: name})
+	}))
+}
+
+// addressByIP finds the region's reserved address holding ip, if any.
+func (l *loadBalancers) addressByIP(ctx context.Context, cl *clients, env *environment, ip string) (*computepb.Address, error) {
+	addrs, err := pages(ctx, l.c, "addresses.list", func(ctx context.Context, token string) ([]*computepb.Address, string, error) {
+		it := cl.addresses.List(ctx, &computepb.ListAddressesRequest{Project: env.project, Region: env.region, Filter: ptr("address = \"" + ip + "\"")})
+		return nextPage[*computepb.Address](it, token)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range addrs {
+		if a.GetAddress() == ip {
+			return a, nil
+		}
+	}
+	return nil, nil
 }
 
 func (l *loadBalancers) getHTTPHealthCheck(ctx context.Context, cl *clients, env *environment, name string) (*computev1.HttpHealthCheck, error) {
@@ -156,9 +185,9 @@ func (l *loadBalancers) getTargetPool(ctx context.Context, cl *clients, env *env
 	}))
 }
 
-func (l *loadBalancers) getRegionHealthCheck(ctx context.Context, cl *clients, env *environment, name string) (*computepb.HealthCheck, error) {
-	return orNil(call(ctx, l.c, "regionHealthChecks.get", func(ctx context.Context) (*computepb.HealthCheck, error) {
-		return cl.regionHealth.Get(ctx, &computepb.GetRegionHealthCheckRequest{Project: env.project, Region: env.region, HealthCheck: name})
+func (l *loadBalancers) getHealthCheck(ctx context.Context, cl *clients, env *environment, name string) (*computepb.HealthCheck, error) {
+	return orNil(call(ctx, l.c, "healthChecks.get", func(ctx context.Context) (*computepb.HealthCheck, error) {
+		return cl.health.Get(ctx, &computepb.GetHealthCheckRequest{Project: env.project, HealthCheck: name})
 	}))
 }
 
@@ -175,8 +204,8 @@ func (l *loadBalancers) getFirewall(ctx context.Context, cl *clients, env *envir
 }
 
 // observeGroup reads the cluster's instance group of zone and its members.
-func (l *loadBalancers) observeGroup(ctx context.Context, cl *clients, env *environment, zone string) (*groupState, error) {
-	name := l.c.instanceGroupName()
+func (l *loadBalancers) observeGroup(ctx context.Context, cl *clients, env *environment, cid, zone string) (*groupState, error) {
+	name := instanceGroupName(cid)
 	_, err := call(ctx, l.c, "instanceGroups.get", func(ctx context.Context) (*computepb.InstanceGroup, error) {
 		return cl.instanceGroups.Get(ctx, &computepb.GetInstanceGroupRequest{Project: env.project, Zone: zone, InstanceGroup: name})
 	})
@@ -186,16 +215,15 @@ func (l *loadBalancers) observeGroup(ctx context.Context, cl *clients, env *envi
 	if err != nil {
 		return nil, err
 	}
-	members, err := l.groupMembers(ctx, cl, env, zone)
+	members, err := l.groupMembers(ctx, cl, env, name, zone)
 	if err != nil {
 		return nil, err
 	}
 	return &groupState{exists: true, members: members}, nil
 }
 
-// groupMembers lists the instances of the cluster's group in zone.
-func (l *loadBalancers) groupMembers(ctx context.Context, cl *clients, env *environment, zone string) (map[string]bool, error) {
-	name := l.c.instanceGroupName()
+// groupMembers lists the instances of the group name in zone.
+func (l *loadBalancers) groupMembers(ctx context.Context, cl *clients, env *environment, name, zone string) (map[string]bool, error) {
 	have, err := pages(ctx, l.c, "instanceGroups.listInstances", func(ctx context.Context, token string) ([]*computepb.InstanceWithNamedPorts, string, error) {
 		it := cl.instanceGroups.ListInstances(ctx, &computepb.ListInstancesInstanceGroupsRequest{Project: env.project, Zone: zone, InstanceGroup: name,
 			InstanceGroupsListInstancesRequestResource: &computepb.InstanceGroupsListInstancesRequest{}})
@@ -211,29 +239,11 @@ func (l *loadBalancers) groupMembers(ctx context.Context, cl *clients, env *envi
 	return out, nil
 }
 
-// clusterBackendServices names the cluster's backend services in the
-// region: its internal load balancers.
-func (l *loadBalancers) clusterBackendServices(ctx context.Context, cl *clients, env *environment) ([]string, error) {
-	services, err := pages(ctx, l.c, "regionBackendServices.list", func(ctx context.Context, token string) ([]*computepb.BackendService, string, error) {
-		it := cl.backendServices.List(ctx, &computepb.ListRegionBackendServicesRequest{Project: env.project, Region: env.region})
-		return nextPage[*computepb.BackendService](it, token)
-	})
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, bs := range services {
-		if strings.HasPrefix(bs.GetName(), l.c.prefix) {
-			out = append(out, bs.GetName())
-		}
-	}
-	return out, nil
-}
-
-// groupZones lists the zones holding one of the cluster's instance groups.
-func (l *loadBalancers) groupZones(ctx context.Context, cl *clients, env *environment) ([]string, error) {
+// groupZones lists the zones holding the cluster's instance group.
+func (l *loadBalancers) groupZones(ctx context.Context, cl *clients, env *environment, cid string) ([]string, error) {
+	name := instanceGroupName(cid)
 	groups, err := pages(ctx, l.c, "instanceGroups.aggregatedList", func(ctx context.Context, token string) ([]compute.InstanceGroupsScopedListPair, string, error) {
-		it := cl.instanceGroups.AggregatedList(ctx, &computepb.AggregatedListInstanceGroupsRequest{Project: env.project, Filter: ptr(nameFilter([]string{l.c.instanceGroupName()}))})
+		it := cl.instanceGroups.AggregatedList(ctx, &computepb.AggregatedListInstanceGroupsRequest{Project: env.project, Filter: ptr(nameFilter([]string{name}))})
 		return nextPage[compute.InstanceGroupsScopedListPair](it, token)
 	})
 	if err != nil {
@@ -242,7 +252,7 @@ func (l *loadBalancers) groupZones(ctx context.Context, cl *clients, env *enviro
 	var zones []string
 	for _, p := range groups {
 		for _, g := range p.Value.GetInstanceGroups() {
-			if g.GetName() == l.c.instanceGroupName() {
+			if g.GetName() == name && regionOf(strings.TrimPrefix(p.Key, "zones/")) == env.region {
 				zones = append(zones, strings.TrimPrefix(p.Key, "zones/"))
 			}
 		}

@@ -125,9 +125,9 @@ func projectOf(selfLink string) string {
 // carries a request ID that stays the same across retries, so GCE carries
 // out a repeated request once: a change whose answer was lost (a 5xx) is
 // retried safely. An insert that meets an existing resource counts as done.
-func (c *Cloud) change(ctx context.Context, cl *clients, opName, what string, fn func(ctx context.Context, rid *string) (*compute.Operation, error)) error {
+func (c *Cloud) change(ctx context.Context, cl *clients, opName, what string, fn func(ctx context.Context, rid *string) (*compute.Operation, error), extra ...cloudapi.CallOption) error {
 	rid := newRequestID()
-	var opts []cloudapi.CallOption
+	opts := extra
 	insert := strings.HasSuffix(opName, ".insert")
 	if insert {
 		opts = append(opts, cloudapi.Creates())

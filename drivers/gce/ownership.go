@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
 	v1 "k8s.io/api/core/v1"
@@ -12,22 +11,17 @@ import (
 	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
-func description(spec *lbSpec) string {
-	return fmt.Sprintf(`{"kubernetes.io/service-name":%q,"managed-by":"polyccm"}`, spec.service)
-}
-
 // resource is what the ownership rule knows of one of the Service's
-// resources, found by the name polyccm derives from the cluster and the
-// Service UID: the cluster prefix is this cluster's mark, and the
-// description names the Service.
+// resources, found by the name derived from the Service UID (upstream's
+// naming): the UID marks the Service, in this cluster, for good, and the
+// description names the Service. GCE resources carry no cluster mark.
 func (l *loadBalancers) resource(name, desc, ip string) loadbalancers.Resource {
 	var d map[string]string
 	_ = json.Unmarshal([]byte(desc), &d) // another tool's description names no Service
 	return loadbalancers.Resource{
 		Kind: "forwarding rule", ID: name, Name: name, Addresses: []string{ip},
-		Marks: true, OurCluster: strings.HasPrefix(name, l.c.prefix),
 		Service: d["kubernetes.io/service-name"],
-		UIDMark: loadbalancers.UIDMark(strings.TrimPrefix(name, l.c.prefix)),
+		UIDMark: loadbalancers.UIDMark(name),
 	}
 }
 
@@ -58,8 +52,8 @@ func (l *loadBalancers) checkAddress(ctx context.Context, cl *clients, env *envi
 			}
 			// A rule of a Service of the same namespace may share it (a TCP
 			// and a UDP Service on one address); anything else may not.
-			if strings.HasPrefix(name, l.c.prefix) {
-				o, err := l.own.ServiceByUIDMark(ctx, loadbalancers.UIDMark(strings.TrimPrefix(name, l.c.prefix)))
+			if mark := loadbalancers.UIDMark(name); mark != "" {
+				o, err := l.own.ServiceByUIDMark(ctx, mark)
 				if err != nil {
 					return err
 				}

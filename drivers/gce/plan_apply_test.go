@@ -44,6 +44,9 @@ func (e *env) snapshot() map[string]string {
 	for _, r := range e.fake.InstanceGroups() {
 		add("instanceGroups", lastSeg(r.Zone)+"/"+r.Name, r)
 	}
+	for _, r := range e.fake.Addresses() {
+		add("addresses", r.Name, r)
+	}
 	return out
 }
 
@@ -51,6 +54,7 @@ func (e *env) snapshot() map[string]string {
 var planKinds = map[string]string{
 	"forwarding rule": "forwardingRules", "target pool": "targetPools", "HTTP health check": "httpHealthChecks",
 	"health check": "healthChecks", "firewall rule": "firewalls", "backend service": "backendServices", "instance group": "instanceGroups",
+	"address": "addresses",
 }
 
 // TestPlanAppliedIsWhatChanged: planning a port change calls nothing that
@@ -114,11 +118,14 @@ func TestPlanAppliedIsWhatChanged(t *testing.T) {
 					changed[k] = true
 				}
 			}
+			// The address reserved while the rule is replaced is released
+			// by the same plan: planned, but no change that stays.
+			delete(planned, "addresses/"+e.lbName(svc))
 			if got, want := slices.Sorted(maps.Keys(changed)), slices.Sorted(maps.Keys(planned)); !slices.Equal(got, want) {
 				t.Errorf("the fake changed %v; the plan (%s) lists %v", got, plan.String(), want)
 			}
 			base := e.lbName(svc)
-			if !planned["forwardingRules/"+base] || !planned["firewalls/"+base+"-fw"] {
+			if !planned["forwardingRules/"+base] || !planned["firewalls/k8s-fw-"+base] {
 				t.Errorf("plan %s, want the rule and the firewall changed", plan.String())
 			}
 			now := e.fake.Stats()

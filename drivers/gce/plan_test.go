@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
-	computev1 "google.golang.org/api/compute/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -25,11 +24,19 @@ type planCase struct {
 	spec *lbSpec
 }
 
+// planCID is the cluster ID of the plan tests.
+const planCID = "0123456789abcdef"
+
 // newPlanCase is the Service's load balancer spec: internal or external,
 // on the given ports.
 func newPlanCase(t *testing.T, internal bool, ports ...int32) planCase {
+	return newPlanCaseOf(t, internal, nil, ports...)
+}
+
+// newPlanCaseOf is newPlanCase with the Service changed by tweak first.
+func newPlanCaseOf(t *testing.T, internal bool, tweak func(*v1.Service), ports ...int32) planCase {
 	t.Helper()
-	l := &loadBalancers{c: &Cloud{prefix: NamePrefix("plan-test")}}
+	l := &loadBalancers{c: &Cloud{}}
 	env := &environment{project: "p", region: "us-central1", network: "default", subnetwork: "default", nodeTags: []string{"node"}}
 	svc := &v1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "0c6b1f0e-1d2c-4e5f-8a9b-7c6d5e4f3a2b"},
@@ -41,8 +48,11 @@ func newPlanCase(t *testing.T, internal bool, ports ...int32) planCase {
 	for _, p := range ports {
 		svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{Protocol: v1.ProtocolTCP, Port: p, NodePort: 30000 + p})
 	}
+	if tweak != nil {
+		tweak(svc)
+	}
 	a := LBAnnotations.Parse(svc)
-	spec := l.c.desiredLB(svc, a, env.subnetwork)
+	spec := desiredLB(svc, a, env.subnetwork, planCID)
 	if err := a.Report(nil); err != nil {
 		t.Fatal(err)
 	}
@@ -53,13 +63,13 @@ func (c planCase) plan(byZone map[string][]string, obs *observed) *lbPlan {
 	return c.l.plan(nil, c.env, c.spec, byZone, obs)
 }
 
-func (c planCase) group(zone string) string { return zone + "/" + c.l.c.instanceGroupName() }
+func (c planCase) group(zone string) string { return zone + "/" + instanceGroupName(planCID) }
 
 var threeNodes = map[string][]string{"us-central1-a": {"n-0", "n-1"}, "us-central1-b": {"n-2"}}
 
 // nothing is what a Service without a load balancer shows.
 func nothing() *observed {
-	return &observed{switched: true, firewalls: map[string]*computepb.Firewall{}}
+	return &observed{firewalls: map[string]*computepb.Firewall{}}
 }
 
 // converged is what GCE reports of the load balancer c's spec asks for
@@ -67,19 +77,23 @@ func nothing() *observed {
 func (c planCase) converged(byZone map[string][]string) *observed {
 	env, spec := c.env, c.spec
 	obs := &observed{groups: map[string]*groupState{}, firewalls: map[string]*computepb.Firewall{}}
-	for _, fw := range firewalls(env, spec) {
+	rule := &computepb.ForwardingRule{Name: &spec.base, IPProtocol: ptr("TCP"), LoadBalancingScheme: ptr(spec.scheme())}
+	rule.IPAddress = ptr("203.0.113.10")
+	if spec.internal {
+		rule.IPAddress = ptr("10.128.0.9")
+	}
+	for _, name := range []string{firewallName(spec.base), spec.hcFirewallName()} {
+		fw := firewallFor(env, spec, name, rule.GetIPAddress())
 		fw.SourceRanges = slices.Clone(fw.SourceRanges)
 		slices.Reverse(fw.SourceRanges)
-		obs.firewalls[fw.GetName()] = fw
+		obs.firewalls[name] = fw
 	}
-	rule := &computepb.ForwardingRule{Name: &spec.base, IPProtocol: ptr("TCP"), LoadBalancingScheme: ptr(spec.scheme())}
 	if !spec.internal {
-		rule.IPAddress = ptr("203.0.113.10")
 		rule.PortRange = ptr(fmt.Sprintf("%d-%d", spec.ports[0], spec.ports[len(spec.ports)-1]))
 		rule.Target = ptr(apiBase + targetPoolURL(env, spec))
 		obs.rule = rule
-		obs.httpHC = &computev1.HttpHealthCheck{Name: spec.base + "-hc", Port: 10256, RequestPath: "/healthz", CheckIntervalSec: 8}
-		obs.pool = &computepb.TargetPool{Name: &spec.base, HealthChecks: []string{apiBase + httpHealthCheckURL(env, spec)}}
+		obs.httpHC = httpHealthCheck(spec, nil)
+		obs.pool = &computepb.TargetPool{Name: &spec.base, SessionAffinity: ptr("NONE"), HealthChecks: []string{apiBase + httpHealthCheckURL(env, spec.hcName)}}
 		for zone, names := range byZone {
 			for _, n := range names {
 				obs.pool.Instances = append(obs.pool.Instances, apiBase+instanceURL(env.project, zone, n))
@@ -87,25 +101,24 @@ func (c planCase) converged(byZone map[string][]string) *observed {
 		}
 		return obs
 	}
-	rule.IPAddress = ptr("10.128.0.9")
 	for _, p := range spec.ports {
 		rule.Ports = append(rule.Ports, fmt.Sprint(p))
 	}
-	rule.BackendService = ptr(apiBase + backendServiceURL(env, spec))
+	rule.BackendService = ptr(apiBase + backendServiceURL(env, spec.bsName))
 	rule.Network = ptr(apiBase + networkURL(env))
 	rule.Subnetwork = ptr(apiBase + "projects/p/regions/us-central1/subnetworks/default")
 	obs.rule = rule
-	obs.regionHC = &computepb.HealthCheck{Name: ptr(spec.base + "-hc"), Type: ptr("HTTP"),
-		HttpHealthCheck: &computepb.HTTPHealthCheck{Port: ptr(int32(10256)), RequestPath: ptr("/healthz")}}
-	obs.bs = &computepb.BackendService{Name: &spec.base, Protocol: ptr("TCP"), Fingerprint: ptr("fp"),
-		HealthChecks: []string{apiBase + regionHealthCheckURL(env, spec)}}
+	obs.hc = healthCheck(spec, nil)
+	obs.bs = backendService(env, spec, instanceGroupName(planCID), nil)
+	obs.bs.Fingerprint = ptr("fp")
+	obs.bs.HealthChecks = []string{apiBase + healthCheckURL(env, spec.hcName)}
 	for zone, names := range byZone {
 		g := &groupState{exists: true, members: map[string]bool{}}
 		for _, n := range names {
 			g.members[instanceURL(env.project, zone, n)] = true
 		}
 		obs.groups[zone] = g
-		obs.bs.Backends = append(obs.bs.Backends, &computepb.Backend{Group: ptr(apiBase + instanceGroupURL(env, zone, c.l.c.instanceGroupName())), BalancingMode: ptr("CONNECTION")})
+		obs.bs.Backends = append(obs.bs.Backends, &computepb.Backend{Group: ptr(apiBase + instanceGroupURL(env, zone, instanceGroupName(planCID))), BalancingMode: ptr("CONNECTION")})
 	}
 	return obs
 }
@@ -145,29 +158,48 @@ func checkFields(t *testing.T, p *lbPlan, action loadbalancers.Action, kind, nam
 	t.Errorf("no %s %s %s in %s", action, kind, name, p.String())
 }
 
+// Upstream's names for the plan tests' Service.
+const (
+	planNodesHC   = "k8s-" + planCID + "-node"
+	planExtHCFw   = planNodesHC + "-http-hc"
+	planIntHCFw   = planNodesHC + "-hc"
+	planFwOfBase  = "k8s-fw-"
+	planNewAddrTo = "a new one"
+)
+
 func TestPlanCreatesInOrder(t *testing.T) {
 	t.Run("external", func(t *testing.T) {
 		c := newPlanCase(t, false, 80)
 		b := c.spec.base
 		p := c.plan(threeNodes, nothing())
-		// The health check before the pool that uses it, the firewall
-		// before traffic can come, the rule last.
-		checkSteps(t, p, "create HTTP health check "+b+"-hc", "create target pool "+b,
-			"create firewall rule "+b+"-fw", "create firewall rule "+b+"-hcfw", "create forwarding rule "+b)
+		// The address first (the firewall rules name it), the health
+		// check before the pool that uses it, the firewall before
+		// traffic can come, the rule, then the reservation released.
+		checkSteps(t, p, "create address "+b, "create HTTP health check "+planNodesHC, "create target pool "+b,
+			"create firewall rule "+planFwOfBase+b, "create firewall rule "+planExtHCFw, "create forwarding rule "+b, "delete address "+b)
 		checkFields(t, p, loadbalancers.Create, kindPool, b,
 			loadbalancers.Field{Name: "instances added", From: "none", To: "us-central1-a/n-0, us-central1-a/n-1, us-central1-b/n-2"})
+		checkFields(t, p, loadbalancers.Create, kindAddress, b, loadbalancers.Field{Name: "address", From: "none", To: planNewAddrTo})
 	})
 	t.Run("internal", func(t *testing.T) {
 		c := newPlanCase(t, true, 80)
 		b := c.spec.base
 		p := c.plan(threeNodes, nothing())
-		// The groups and the health check before the backend service
-		// that uses them, the rule last.
-		checkSteps(t, p, "create health check "+b+"-hc",
+		checkSteps(t, p, "create address "+b, "create health check "+planNodesHC,
 			"create instance group "+c.group("us-central1-a"), "create instance group "+c.group("us-central1-b"),
-			"create backend service "+b, "create firewall rule "+b+"-fw", "create firewall rule "+b+"-hcfw", "create forwarding rule "+b)
+			"create backend service "+b, "create firewall rule "+planFwOfBase+b, "create firewall rule "+planIntHCFw,
+			"create forwarding rule "+b, "delete address "+b)
 		checkFields(t, p, loadbalancers.Create, kindGroup, c.group("us-central1-b"),
 			loadbalancers.Field{Name: "instances added", From: "none", To: "us-central1-b/n-2"})
+	})
+	t.Run("own health check with externalTrafficPolicy Local", func(t *testing.T) {
+		c := newPlanCaseOf(t, false, func(s *v1.Service) {
+			s.Spec.ExternalTrafficPolicy, s.Spec.HealthCheckNodePort = v1.ServiceExternalTrafficPolicyLocal, 31999
+		}, 80)
+		b := c.spec.base
+		p := c.plan(threeNodes, nothing())
+		checkSteps(t, p, "create address "+b, "create HTTP health check "+b, "create target pool "+b,
+			"create firewall rule "+planFwOfBase+b, "create firewall rule k8s-"+b+"-http-hc", "create forwarding rule "+b, "delete address "+b)
 	})
 }
 
@@ -185,6 +217,13 @@ func TestPlanConvergedIsEmpty(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestPlanReleasesALeftReservation(t *testing.T) {
+	c := newPlanCase(t, false, 80)
+	obs := c.converged(threeNodes)
+	obs.addr = &computepb.Address{Name: &c.spec.base, Address: obs.rule.IPAddress}
+	checkSteps(t, c.plan(threeNodes, obs), "delete address "+c.spec.base)
 }
 
 func TestPlanNodesJoinAndLeave(t *testing.T) {
@@ -211,7 +250,7 @@ func TestPlanNodesJoinAndLeave(t *testing.T) {
 		grown := map[string][]string{"us-central1-a": {"n-0", "n-1"}, "us-central1-b": {"n-2"}, "us-central1-c": {"n-4"}}
 		p := c.plan(grown, c.converged(threeNodes))
 		checkSteps(t, p, "create instance group "+c.group("us-central1-c"), "update backend service "+c.spec.base)
-		g := "projects/p/zones/us-central1-%s/instanceGroups/" + c.l.c.instanceGroupName()
+		g := "projects/p/zones/us-central1-%s/instanceGroups/" + instanceGroupName(planCID)
 		checkFields(t, p, loadbalancers.Update, kindBackendService, c.spec.base, loadbalancers.Field{Name: "backends",
 			From: fmt.Sprintf("["+g+" "+g+"]", "a", "b"), To: fmt.Sprintf("["+g+" "+g+" "+g+"]", "a", "b", "c")})
 	})
@@ -223,12 +262,15 @@ func TestPlanPortChange(t *testing.T) {
 		old := newPlanCase(t, false, 80)
 		b := c.spec.base
 		p := c.plan(threeNodes, old.converged(threeNodes))
-		// GCE cannot change a rule's ports: it is replaced.
-		checkSteps(t, p, "update firewall rule "+b+"-fw", "delete forwarding rule "+b, "create forwarding rule "+b)
-		checkFields(t, p, loadbalancers.Update, kindFirewall, b+"-fw", loadbalancers.Field{Name: "allowed", From: "[tcp:80]", To: "[tcp:80,8080]"})
+		// GCE cannot change a rule's ports: it is replaced, on its
+		// address, reserved first and released after.
+		checkSteps(t, p, "create address "+b, "delete forwarding rule "+b, "update firewall rule "+planFwOfBase+b,
+			"create forwarding rule "+b, "delete address "+b)
+		checkFields(t, p, loadbalancers.Update, kindFirewall, planFwOfBase+b, loadbalancers.Field{Name: "allowed", From: "[tcp:80]", To: "[tcp:80,8080]"})
 		checkFields(t, p, loadbalancers.Create, kindRule, b, loadbalancers.Field{Name: "ports", From: "80", To: "80-8080"})
-		if p.ip != "" {
-			t.Errorf("address %q before the new rule exists", p.ip)
+		checkFields(t, p, loadbalancers.Create, kindAddress, b, loadbalancers.Field{Name: "address", From: "none", To: "203.0.113.10"})
+		if p.ip != "203.0.113.10" {
+			t.Errorf("address %q, want the replaced rule's", p.ip)
 		}
 	})
 	t.Run("internal", func(t *testing.T) {
@@ -236,16 +278,23 @@ func TestPlanPortChange(t *testing.T) {
 		old := newPlanCase(t, true, 80)
 		b := c.spec.base
 		p := c.plan(threeNodes, old.converged(threeNodes))
-		checkSteps(t, p, "update firewall rule "+b+"-fw", "delete forwarding rule "+b, "create forwarding rule "+b)
+		checkSteps(t, p, "create address "+b, "delete forwarding rule "+b, "update firewall rule "+planFwOfBase+b,
+			"create forwarding rule "+b, "delete address "+b)
 		checkFields(t, p, loadbalancers.Create, kindRule, b, loadbalancers.Field{Name: "ports", From: "80", To: "53,80"})
+		checkFields(t, p, loadbalancers.Create, kindAddress, b, loadbalancers.Field{Name: "address", From: "none", To: "10.128.0.9"})
 	})
-	t.Run("health check port", func(t *testing.T) {
-		c := newPlanCase(t, false, 80)
-		c.spec.hcPort = 31999
+	t.Run("externalTrafficPolicy Cluster to Local", func(t *testing.T) {
+		c := newPlanCaseOf(t, false, func(s *v1.Service) {
+			s.Spec.ExternalTrafficPolicy, s.Spec.HealthCheckNodePort = v1.ServiceExternalTrafficPolicyLocal, 31999
+		}, 80)
 		b := c.spec.base
-		p := c.plan(threeNodes, newPlanCase(t, false, 80).converged(threeNodes))
-		checkSteps(t, p, "update HTTP health check "+b+"-hc", "update firewall rule "+b+"-hcfw")
-		checkFields(t, p, loadbalancers.Update, kindHTTPHealth, b+"-hc", loadbalancers.Field{Name: "port", From: "10256", To: "31999"})
+		obs := newPlanCase(t, false, 80).converged(threeNodes)
+		obs.httpHC = nil // observe reads the health check the Service needs
+		p := c.plan(threeNodes, obs)
+		// The pool swaps health checks in place; the nodes' shared one
+		// is deleted unless another pool uses it.
+		checkSteps(t, p, "create HTTP health check "+b, "update target pool "+b, "create firewall rule k8s-"+b+"-http-hc",
+			"delete HTTP health check "+planNodesHC)
 	})
 }
 
@@ -254,35 +303,35 @@ func TestPlanSchemeSwitch(t *testing.T) {
 		c := newPlanCase(t, true, 80)
 		b := c.spec.base
 		was := newPlanCase(t, false, 80).converged(threeNodes)
-		obs := &observed{rule: was.rule, switched: true, old: oldScheme{pool: true, httpHC: true}, firewalls: was.firewalls}
+		obs := &observed{rule: was.rule, switched: true, firewalls: was.firewalls}
 		p := c.plan(threeNodes, obs)
 		// The old rule first (it uses the pool), the old resources
-		// next, and only then the new load balancer; the shared
-		// firewall rules stay as they are.
-		checkSteps(t, p, "delete forwarding rule "+b, "delete target pool "+b, "delete HTTP health check "+b+"-hc",
-			"create health check "+b+"-hc", "create instance group "+c.group("us-central1-a"), "create instance group "+c.group("us-central1-b"),
-			"create backend service "+b, "create forwarding rule "+b)
+		// next, and only then the new load balancer, on a new address
+		// (an external one cannot become internal).
+		checkSteps(t, p, "delete forwarding rule "+b, "delete target pool "+b, "delete HTTP health check health checks of "+b,
+			"create address "+b, "create health check "+planNodesHC,
+			"create instance group "+c.group("us-central1-a"), "create instance group "+c.group("us-central1-b"),
+			"create backend service "+b, "update firewall rule "+planFwOfBase+b, "create firewall rule "+planIntHCFw,
+			"create forwarding rule "+b, "delete address "+b)
 		checkFields(t, p, loadbalancers.Delete, kindRule, b, loadbalancers.Field{Name: "loadBalancingScheme", From: "EXTERNAL", To: "INTERNAL"})
+		checkFields(t, p, loadbalancers.Create, kindAddress, b, loadbalancers.Field{Name: "address", From: "none", To: planNewAddrTo})
 	})
 	t.Run("internal to external", func(t *testing.T) {
 		c := newPlanCase(t, false, 80)
 		b := c.spec.base
 		was := newPlanCase(t, true, 80).converged(threeNodes)
-		obs := &observed{rule: was.rule, switched: true, firewalls: was.firewalls,
-			old: oldScheme{bs: true, regionHC: true, groupZones: []string{"us-central1-a", "us-central1-b"}}}
+		obs := &observed{rule: was.rule, switched: true, firewalls: was.firewalls}
 		p := c.plan(threeNodes, obs)
-		checkSteps(t, p, "delete forwarding rule "+b, "delete backend service "+b, "delete health check "+b+"-hc",
-			"delete instance group "+c.group("us-central1-a"), "delete instance group "+c.group("us-central1-b"),
-			"create HTTP health check "+b+"-hc", "create target pool "+b, "create forwarding rule "+b)
+		checkSteps(t, p, "delete forwarding rule "+b, "delete backend service "+b, "delete health check health checks of "+b,
+			"delete instance group "+instanceGroupName(planCID)+" (unless in use)",
+			"create address "+b, "create HTTP health check "+planNodesHC, "create target pool "+b,
+			"update firewall rule "+planFwOfBase+b, "create firewall rule "+planExtHCFw, "create forwarding rule "+b, "delete address "+b)
 	})
-	t.Run("resumed, the old rule gone", func(t *testing.T) {
-		c := newPlanCase(t, true, 80)
-		b := c.spec.base
-		obs := nothing()
-		obs.old.pool = true
-		p := c.plan(threeNodes, obs)
-		if got := steps(t, p); len(got) == 0 || got[0] != "delete target pool "+b || slices.Contains(got, "delete forwarding rule "+b) {
-			t.Errorf("plan %q, want the leftover pool deleted first and no rule deleted", got)
-		}
-	})
+}
+
+func TestFirewallPortRanges(t *testing.T) {
+	c := newPlanCase(t, false, 8080, 80, 81, 82, 443, 444)
+	if got, want := c.spec.firewallPorts(), []string{"80-82", "443-444", "8080"}; !slices.Equal(got, want) {
+		t.Errorf("firewall ports %q, want upstream's ranges %q", got, want)
+	}
 }

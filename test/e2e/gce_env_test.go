@@ -3,8 +3,13 @@
 package e2e
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/polyccm/polyccm/drivers/gce"
 
 	"github.com/polyccm/polyccm/test/simcloud"
 
@@ -46,6 +51,18 @@ func newGCEEnv(t *testing.T, tweak func(*harness.Settings)) *gceEnv {
 	}
 	e.run(s, nil)
 	return e
+}
+
+// nodesHC is the name of the nodes' shared health check, cloud-provider-
+// gcp's k8s-<cluster ID>-node, with the ID polyccm keeps where upstream
+// does (it makes one for a cluster that has none).
+func (e *gceEnv) nodesHC(t *testing.T) string {
+	t.Helper()
+	cm, err := cp.Admin.CoreV1().ConfigMaps(gce.ClusterIDNamespace).Get(context.Background(), gce.ClusterIDConfigMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the cluster ID: %v", err)
+	}
+	return "k8s-" + cm.Data["provider-uid"] + "-node"
 }
 
 // instance adds a running instance for node i in zone.

@@ -14,6 +14,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/polyccm/polyccm/drivers/gce"
 	fakegce "github.com/polyccm/polyccm/test/fakecloud/gce"
@@ -167,7 +168,7 @@ func TestGCEExternalLoadBalancer(t *testing.T) {
 	e, ins := gceLB(t, 3, nil)
 	svc := createService(t, "ext", nil, tcp(80), tcp(443))
 	svc = e.waitIngress("ext", 90*time.Second)
-	base := gce.NamePrefix("e2e") + "a" + strings.ReplaceAll(string(svc.UID), "-", "")[:31]
+	base := cloudprovider.DefaultLoadBalancerName(svc)
 
 	fr, ok := e.fake.ForwardingRule(gceRegion, base)
 	// A target pool rule takes one port range, lowest to highest port.
@@ -180,24 +181,24 @@ func TestGCEExternalLoadBalancer(t *testing.T) {
 	}
 	var hc fakegce.HTTPHealthCheck
 	for _, h := range e.fake.HTTPHealthChecks() {
-		if h.Name == base+"-hc" {
+		if h.Name == e.nodesHC(t) {
 			hc = h
 		}
 	}
 	if hc.Port != 10256 || hc.RequestPath != "/healthz" {
 		t.Errorf("health check %+v, want :10256/healthz", hc)
 	}
-	if fw, ok := e.fake.Firewall(base + "-fw"); !ok || !slices.Equal(fw.TargetTags, []string{gceNodeTag}) || !slices.Equal(fw.SourceRanges, []string{"0.0.0.0/0"}) {
+	if fw, ok := e.fake.Firewall("k8s-fw-" + base); !ok || !slices.Equal(fw.TargetTags, []string{gceNodeTag}) || !slices.Equal(fw.SourceRanges, []string{"0.0.0.0/0"}) {
 		t.Errorf("firewall %+v (found %v)", fw, ok)
 	}
-	if _, ok := e.fake.Firewall(base + "-hcfw"); !ok {
+	if _, ok := e.fake.Firewall(e.nodesHC(t) + "-http-hc"); !ok {
 		t.Error("no health-check firewall rule")
 	}
 
 	// Source ranges and the node set change.
 	patchSvc(t, "ext", map[string]any{"spec": map[string]any{"loadBalancerSourceRanges": []string{"203.0.113.0/24"}}})
 	eventually(t, 30*time.Second, "firewall source ranges", func() (bool, string) {
-		fw, _ := e.fake.Firewall(base + "-fw")
+		fw, _ := e.fake.Firewall("k8s-fw-" + base)
 		return slices.Equal(fw.SourceRanges, []string{"203.0.113.0/24"}), fmt.Sprintf("%v", fw.SourceRanges)
 	})
 	node, _ := e.node(ins[2].Name)
@@ -229,7 +230,7 @@ func TestGCEInternalLoadBalancer(t *testing.T) {
 		gce.AnnAllowGlobalAccess: "true",
 	}, tcp(8080))
 	svc := e.waitIngress("int", 90*time.Second)
-	base := gce.NamePrefix("e2e") + "a" + strings.ReplaceAll(string(svc.UID), "-", "")[:31]
+	base := cloudprovider.DefaultLoadBalancerName(svc)
 	fr, ok := e.fake.ForwardingRule(gceRegion, base)
 	if !ok || fr.LoadBalancingScheme != "INTERNAL" || fr.BackendService == "" || !fr.AllowGlobalAccess || !strings.HasSuffix(fr.Subnetwork, "/subnetworks/default") {
 		t.Errorf("internal forwarding rule %+v (found %v)", fr, ok)
@@ -258,7 +259,7 @@ func TestGCELoadBalancerSchemeSwitch(t *testing.T) {
 	e, _ := gceLB(t, 2, nil)
 	createService(t, "switch", nil, tcp(80))
 	svc := e.waitIngress("switch", 90*time.Second)
-	base := gce.NamePrefix("e2e") + "a" + strings.ReplaceAll(string(svc.UID), "-", "")[:31]
+	base := cloudprovider.DefaultLoadBalancerName(svc)
 	external := map[string]int{"forwardingRules": 1, "targetPools": 1, "httpHealthChecks": 1, "firewalls": 2}
 	// Two nodes in two zones: one instance group each.
 	internal := map[string]int{"forwardingRules": 1, "backendServices": 1, "healthChecks": 1, "instanceGroups": 2, "firewalls": 2}

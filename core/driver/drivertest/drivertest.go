@@ -88,6 +88,10 @@ type LoadBalancerFake interface {
 // clients hands the driver the test's cluster.
 type clients struct{ kube kubernetes.Interface }
 
+// Clients is a ControllerClientBuilder that hands out kube, as the
+// runner's hands out the real cluster's client.
+func Clients(kube kubernetes.Interface) cloudprovider.ControllerClientBuilder { return clients{kube} }
+
 func (b clients) Config(string) (*restclient.Config, error)   { return &restclient.Config{}, nil }
 func (b clients) ConfigOrDie(string) *restclient.Config       { return &restclient.Config{} }
 func (b clients) Client(string) (kubernetes.Interface, error) { return b.kube, nil }

@@ -14,8 +14,14 @@ import (
 // EXTERNAL address without an address gets one from the documentation
 // ranges (RFC 5737); an INTERNAL one from its subnetwork (by default the
 // default network's in the region). An address is RESERVED until
-// forwarding rules use it, then IN_USE with them as users; it cannot be
-// deleted while in use.
+// forwarding rules use it, then IN_USE with them as users.
+//
+// As on GCE, reserving the IP a forwarding rule holds as ephemeral
+// promotes it to static, and deleting a static address one forwarding
+// rule uses demotes it: the reservation goes and the rule keeps the IP as
+// ephemeral, until the rule is deleted (cloud-provider-gcp keeps a load
+// balancer's IP across a rule's recreation so). An address several rules
+// share cannot be deleted (400 resourceInUseByAnotherResource).
 
 // Addresses returns every address, sorted by region and name.
 func (s *Server) Addresses() []Address {
@@ -193,7 +199,12 @@ func (s *Server) registerAddresses() {
 			id = a.ID
 		}
 		return s.deleteLocked(c, "regions/"+c.p["region"], "addresses", "address", path, id, func() {
-			s.releaseIPLocked(s.addresses[path].Address, path)
+			a := s.addresses[path]
+			if users := s.addressUsersLocked(a); len(users) == 1 && s.usedIPs[a.Address] == path {
+				s.usedIPs[a.Address] = users[0] // demoted: the rule's ephemeral IP now
+			} else {
+				s.releaseIPLocked(a.Address, path)
+			}
 			delete(s.addresses, path)
 		})
 	})

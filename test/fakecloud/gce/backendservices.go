@@ -12,9 +12,12 @@ import (
 // balancers: loadBalancingScheme INTERNAL or EXTERNAL (the default),
 // protocol TCP (the default), UDP or UNSPECIFIED, unmanaged instance group
 // backends in the region with balancingMode CONNECTION, and at most one
-// regional health check. The fingerprint is optimistic locking: an update
-// must carry the current one and a patch that carries one must match,
-// or the API answers 412 conditionNotMet.
+// health check (regional, or for INTERNAL ones also global). A group may
+// back several backend services, but an instance may be in only one group
+// that backs any (400 instanceInMultipleLoadBalancedIgs, as on
+// instanceGroups.addInstances). The fingerprint is optimistic locking:
+// an update must carry the current one and a patch that carries one must
+// match, or the API answers 412 conditionNotMet.
 
 // BackendServices returns every backend service, sorted by region and
 // name.
@@ -49,6 +52,35 @@ func (s *Server) backendServiceRefLocked(ref, region, scheme string) (string, in
 	return rel, 0, nil
 }
 
+// healthCheckRefLocked resolves one of a backend service's healthChecks: a
+// regional health check in its region (a bare name resolves there) or,
+// for an INTERNAL one, a global health check, as internal passthrough
+// load balancers allow and cloud-provider-gcp uses; external passthrough
+// ones take regional health checks only.
+func (s *Server) healthCheckRefLocked(field, ref, region, scheme string) (string, int, any) {
+	rel, ok := s.parseRef(ref, shapeHealthCheck, s.regionalColl(region, "healthChecks"))
+	if !ok {
+		rel, ok = s.parseRef(ref, shapeGlobalHC, "")
+	}
+	if !ok {
+		status, body := errInvalidField(field, ref, "The URL is malformed.")
+		return "", status, body
+	}
+	if !s.existsLocked(rel) {
+		status, body := errNotFound(rel)
+		return "", status, body
+	}
+	var status int
+	var body any
+	switch {
+	case seg(rel, 2) == "global" && scheme != "INTERNAL":
+		status, body = errInvalidField(field, ref, fmt.Sprintf("A regional backend service with load balancing scheme %s needs a regional health check.", scheme))
+	case seg(rel, 2) == "regions" && seg(rel, 3) != region:
+		status, body = errInvalidField(field, ref, "The health check must be in the backend service's region.")
+	}
+	return rel, status, body
+}
+
 // normBackendServiceLocked fills a backend service's defaults and
 // validates it; references are resolved to stored paths.
 func (s *Server) normBackendServiceLocked(b *BackendService, region string) (int, any) {
@@ -72,12 +104,9 @@ func (s *Server) normBackendServiceLocked(b *BackendService, region string) (int
 		return errInvalidField("resource.healthChecks", fmt.Sprint(len(b.HealthChecks)), "At most one health check can be specified.")
 	}
 	for k, hc := range b.HealthChecks {
-		rel, status, body := s.refLocked(fmt.Sprintf("resource.healthChecks[%d]", k), hc, shapeHealthCheck, s.regionalColl(region, "healthChecks"))
+		rel, status, body := s.healthCheckRefLocked(fmt.Sprintf("resource.healthChecks[%d]", k), hc, region, b.LoadBalancingScheme)
 		if status != 0 {
 			return status, body
-		}
-		if seg(rel, 3) != region {
-			return errInvalidField(fmt.Sprintf("resource.healthChecks[%d]", k), hc, "The health check must be in the backend service's region.")
 		}
 		b.HealthChecks[k] = rel
 	}
@@ -147,6 +176,9 @@ func (s *Server) registerBackendServices() {
 		if status, body := s.normBackendServiceLocked(&in, region); status != 0 {
 			return status, body
 		}
+		if status, body := s.checkNewBackendsLocked("", in.Backends); status != 0 {
+			return status, body
+		}
 		path := s.regionalPath(region, "backendServices", in.Name)
 		b := in
 		b.Kind, b.ID, b.CreationTimestamp, b.Region, b.SelfLink = "compute#backendService", s.newIDLocked(), timestamp(s.now()), s.regionPath(region), path
@@ -199,6 +231,9 @@ func (s *Server) registerBackendServices() {
 				return errInvalidField("resource.name", next.Name, "The name cannot be changed.")
 			}
 			if status, body := s.normBackendServiceLocked(&next, region); status != 0 {
+				return status, body
+			}
+			if status, body := s.checkNewBackendsLocked(path, next.Backends); status != 0 {
 				return status, body
 			}
 			next.Kind, next.ID, next.Name, next.CreationTimestamp, next.Region, next.SelfLink = cur.Kind, cur.ID, cur.Name, cur.CreationTimestamp, cur.Region, cur.SelfLink

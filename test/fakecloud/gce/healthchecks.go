@@ -6,11 +6,12 @@ import (
 	"net/http"
 )
 
-// Legacy HTTP health checks (global/httpHealthChecks) and regional health
-// checks (regions/{region}/healthChecks): insert, get, list, delete,
-// update (PUT, replacing) and patch (JSON merge patch). Unset numbers get
-// the API's defaults: port 80, request path "/", 5 s interval and timeout,
-// thresholds of 2.
+// Legacy HTTP health checks (global/httpHealthChecks), and global
+// (global/healthChecks) and regional (regions/{region}/healthChecks)
+// health checks: insert, get, list, delete, update (PUT, replacing) and
+// patch (JSON merge patch); aggregatedList lists the last two. Unset
+// numbers get the API's defaults: port 80, request path "/", 5 s interval
+// and timeout, thresholds of 2.
 
 // HTTPHealthChecks returns every legacy HTTP health check, sorted by name.
 func (s *Server) HTTPHealthChecks() []HTTPHealthCheck {
@@ -20,13 +21,27 @@ func (s *Server) HTTPHealthChecks() []HTTPHealthCheck {
 	return sortedRender(s.httpHealthChecks, s.baseLocked(), HTTPHealthCheck.render)
 }
 
-// HealthChecks returns every regional health check, sorted by region and
-// name.
+// HealthChecks returns every health check, global and regional: global
+// ones first (their Region is empty and their SelfLink under
+// /global/healthChecks/), by name, then regional ones by region and name.
+// Returning both keeps leak checks that list HealthChecks complete.
 func (s *Server) HealthChecks() []HealthCheck {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.settleLocked()
 	return sortedRender(s.healthChecks, s.baseLocked(), HealthCheck.render)
+}
+
+// GlobalHealthChecks returns the global health checks only, sorted by
+// name.
+func (s *Server) GlobalHealthChecks() []HealthCheck {
+	var out []HealthCheck
+	for _, h := range s.HealthChecks() {
+		if h.Region == "" {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 func checkTiming(interval, timeout, healthy, unhealthy int) (int, any) {
@@ -135,7 +150,20 @@ func normHC(h *HealthCheck) (int, any) {
 
 func (s *Server) registerHealthChecks() {
 	s.registerLegacyHealthChecks()
-	s.registerRegionalHealthChecks()
+	s.registerHealthCheckColl(false)
+	s.registerHealthCheckColl(true)
+	s.handle("GET", "projects/{project}/aggregated/healthChecks", func(c *call) (int, any) {
+		var items []listItem
+		for _, h := range s.healthChecks {
+			scope := "global"
+			if h.Region != "" {
+				scope = "regions/" + lastSeg(h.Region)
+			}
+			items = append(items, listItem{scope: scope, name: h.Name, created: parseTS(h.CreationTimestamp), doc: h.render(c.base)})
+		}
+		scopes := append([]string{"global"}, s.regionScopesLocked()...)
+		return s.aggregatedResponse(c, "compute#healthChecksAggregatedList", "healthChecks", "healthChecks", scopes, items)
+	})
 }
 
 func (s *Server) registerLegacyHealthChecks() {
@@ -218,15 +246,35 @@ func (s *Server) registerLegacyHealthChecks() {
 	s.handleOp("PATCH", coll+"/{httpHealthCheck}", change("patch"))
 }
 
-func (s *Server) registerRegionalHealthChecks() {
-	const coll = "projects/{project}/regions/{region}/healthChecks"
-	pathOf := func(c *call) string { return s.regionalPath(c.p["region"], "healthChecks", c.p["healthCheck"]) }
+// registerHealthCheckColl serves one collection of compute#healthCheck:
+// the global one or, with regional, the regional ones. Both hold the
+// same document, stored in s.healthChecks under their paths; a global
+// one has no region.
+func (s *Server) registerHealthCheckColl(regional bool) {
+	coll := "projects/{project}/global/healthChecks"
+	if regional {
+		coll = "projects/{project}/regions/{region}/healthChecks"
+	}
+	// where gives a call's collection path, operation scope and region
+	// ("" for global).
+	where := func(c *call) (collPath, scope, region string) {
+		if !regional {
+			return s.globalColl("healthChecks"), "global", ""
+		}
+		region = c.p["region"]
+		return s.regionalColl(region, "healthChecks"), "regions/" + region, region
+	}
+	pathOf := func(c *call) string {
+		collPath, _, _ := where(c)
+		return collPath + "/" + c.p["healthCheck"]
+	}
 
 	s.handle("GET", coll, func(c *call) (int, any) {
-		items := listOf(s.healthChecks, s.regionalColl(c.p["region"], "healthChecks")+"/", func(h *HealthCheck) listItem {
+		collPath, _, _ := where(c)
+		items := listOf(s.healthChecks, collPath+"/", func(h *HealthCheck) listItem {
 			return listItem{name: h.Name, created: parseTS(h.CreationTimestamp), doc: h.render(c.base)}
 		})
-		return s.listResponse(c, "compute#healthCheckList", s.regionalColl(c.p["region"], "healthChecks"), items)
+		return s.listResponse(c, "compute#healthCheckList", collPath, items)
 	})
 	s.handle("GET", coll+"/{healthCheck}", func(c *call) (int, any) {
 		h := s.healthChecks[pathOf(c)]
@@ -246,26 +294,31 @@ func (s *Server) registerRegionalHealthChecks() {
 		if status, body := normHC(&in); status != 0 {
 			return status, body
 		}
-		region := c.p["region"]
-		path := s.regionalPath(region, "healthChecks", in.Name)
+		collPath, scope, region := where(c)
+		path := collPath + "/" + in.Name
 		h := in
-		h.Kind, h.ID, h.CreationTimestamp, h.Region, h.SelfLink = "compute#healthCheck", s.newIDLocked(), timestamp(s.now()), s.regionPath(region), path
-		return s.insertLocked(c, "regions/"+region, "healthChecks", path, h.ID, func() *opError {
+		h.Kind, h.ID, h.CreationTimestamp, h.Region, h.SelfLink = "compute#healthCheck", s.newIDLocked(), timestamp(s.now()), "", path
+		if region != "" {
+			h.Region = s.regionPath(region)
+		}
+		return s.insertLocked(c, scope, "healthChecks", path, h.ID, func() *opError {
 			s.healthChecks[path] = &h
 			return nil
 		})
 	})
 	s.handleOp("DELETE", coll+"/{healthCheck}", func(c *call) (int, any) {
 		path := pathOf(c)
+		_, scope, _ := where(c)
 		var id uint64
 		if h := s.healthChecks[path]; h != nil {
 			id = h.ID
 		}
-		return s.deleteLocked(c, "regions/"+c.p["region"], "healthChecks", "health_check", path, id, func() { delete(s.healthChecks, path) })
+		return s.deleteLocked(c, scope, "healthChecks", "health_check", path, id, func() { delete(s.healthChecks, path) })
 	})
 	change := func(opType string) handlerFunc {
 		return func(c *call) (int, any) {
 			path := pathOf(c)
+			_, scope, _ := where(c)
 			cur := s.healthChecks[path]
 			var in HealthCheck
 			d, status, body := readBody(c, "HealthCheck", &in)
@@ -305,7 +358,7 @@ func (s *Server) registerRegionalHealthChecks() {
 				return status, body
 			}
 			next.Kind, next.ID, next.Name, next.CreationTimestamp, next.Region, next.SelfLink = cur.Kind, cur.ID, cur.Name, cur.CreationTimestamp, cur.Region, cur.SelfLink
-			return s.changeLocked(c, "regions/"+c.p["region"], "healthChecks", opType, path, cur.ID, func() *opError {
+			return s.changeLocked(c, scope, "healthChecks", opType, path, cur.ID, func() *opError {
 				*s.healthChecks[path] = next
 				return nil
 			})

@@ -39,6 +39,47 @@ func (s *Server) loadBalancedLocked(group string) bool {
 	return false
 }
 
+// errMultipleLBGroups refuses to put an instance in a second load-balanced
+// group, in the API's words.
+func errMultipleLBGroups(instance string) (int, any) {
+	return newError(http.StatusBadRequest, "instanceInMultipleLoadBalancedIgs",
+		fmt.Sprintf("Validation failed for instance '%s': instance may belong to at most one load-balanced instance group.", instance))
+}
+
+// checkNewBackendsLocked checks a backend service's backends as they
+// would be after an insert or change (self: the service's path, "" for an
+// insert). A group that backs no service yet must not share an instance
+// with a group that backs one afterwards, this service's other groups
+// included. Groups that are backends already pass: load balancers may
+// share them (upstream shares one group per zone among internal ones).
+func (s *Server) checkNewBackendsLocked(self string, backends []Backend) (int, any) {
+	after := map[string]bool{}
+	for p, b := range s.backendServices {
+		if p != self {
+			for _, be := range b.Backends {
+				after[be.Group] = true
+			}
+		}
+	}
+	for _, be := range backends {
+		after[be.Group] = true
+	}
+	for _, be := range backends {
+		g := s.instanceGroups[be.Group]
+		if g == nil || s.loadBalancedLocked(be.Group) {
+			continue
+		}
+		for _, m := range g.Members {
+			for p, other := range s.instanceGroups {
+				if p != be.Group && after[p] && slices.Contains(other.Members, m) {
+					return errMultipleLBGroups(m)
+				}
+			}
+		}
+	}
+	return 0, nil
+}
+
 func (s *Server) registerInstanceGroups() {
 	const coll = "projects/{project}/zones/{zone}/instanceGroups"
 	pathOf := func(c *call) string { return s.zonalPath(c.p["zone"], "instanceGroups", c.p["instanceGroup"]) }
@@ -268,8 +309,7 @@ func (s *Server) groupMembers(c *call, add bool) (int, any) {
 		if s.loadBalancedLocked(path) {
 			for p, other := range s.instanceGroups {
 				if p != path && slices.Contains(other.Members, rel) && s.loadBalancedLocked(p) {
-					return newError(http.StatusBadRequest, "instanceInMultipleLoadBalancedIgs",
-						fmt.Sprintf("Validation failed for instance '%s': instance may belong to at most one load-balanced instance group.", rel))
+					return errMultipleLBGroups(rel)
 				}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/netip"
 	"slices"
 	"sort"
 	"time"
@@ -58,6 +59,9 @@ type Instance struct {
 	IPv6 string
 	// InternalIPv6 is the interface's ipv6Address; "" for none.
 	InternalIPv6 string
+	// AliasIPRanges are the interface's aliasIpRanges (pod ranges, as
+	// GKE and cloud-provider-gcp's node IPAM give nodes).
+	AliasIPRanges []AliasIPRange
 	// Hostname is a custom hostname (the instance's hostname field); ""
 	// for none, when the API leaves the field out.
 	Hostname          string
@@ -67,10 +71,49 @@ type Instance struct {
 	CreationTimestamp time.Time
 }
 
+// AliasIPRange is an alias IP range of an instance's interface: a CIDR
+// ("10.4.1.0/24") of the subnetwork's primary range or, with
+// SubnetworkRangeName, of that secondary range.
+type AliasIPRange struct {
+	IPCidrRange         string `json:"ipCidrRange"`
+	SubnetworkRangeName string `json:"subnetworkRangeName,omitempty"`
+}
+
 func (i Instance) clone() Instance {
 	i.Tags = slices.Clone(i.Tags)
 	i.Labels = maps.Clone(i.Labels)
+	i.AliasIPRanges = slices.Clone(i.AliasIPRanges)
 	return i
+}
+
+// checkAliasRanges validates alias ranges against the instance's
+// subnetwork: well-formed CIDRs inside the named range, or the primary
+// one. (The API also refuses ranges overlapping other instances'; the
+// fake does not check that.)
+func checkAliasRanges(sn *subnetState, ranges []AliasIPRange) error {
+	if sn == nil && len(ranges) > 0 {
+		return fmt.Errorf("gce fake: alias IP ranges need the instance's subnetwork")
+	}
+	for _, r := range ranges {
+		p, err := netip.ParsePrefix(r.IPCidrRange)
+		if err != nil || !p.Addr().Is4() || p.Masked() != p {
+			return fmt.Errorf("gce fake: bad alias IP range %q", r.IPCidrRange)
+		}
+		within := sn.prefix
+		if r.SubnetworkRangeName != "" {
+			i := slices.IndexFunc(sn.SecondaryRanges, func(sr SecondaryRange) bool { return sr.RangeName == r.SubnetworkRangeName })
+			if i < 0 {
+				return fmt.Errorf("gce fake: subnetwork %s has no secondary range %q", sn.Name, r.SubnetworkRangeName)
+			}
+			if within, err = netip.ParsePrefix(sn.SecondaryRanges[i].IPCidrRange); err != nil {
+				return fmt.Errorf("gce fake: subnetwork %s: bad secondary range %q", sn.Name, sn.SecondaryRanges[i].IPCidrRange)
+			}
+		}
+		if !within.Contains(p.Addr()) || p.Bits() < within.Bits() {
+			return fmt.Errorf("gce fake: alias IP range %s is not within %s", p, within)
+		}
+	}
+	return nil
 }
 
 type instanceState struct {
@@ -117,6 +160,9 @@ func (s *Server) AddInstance(in Instance) Instance {
 		in.Subnetwork = sn.Name
 	} else if sn = s.subnets[z.Region+"/"+in.Subnetwork]; sn == nil {
 		panic(fmt.Sprintf("gce fake: no subnetwork %s in %s", in.Subnetwork, z.Region))
+	}
+	if err := checkAliasRanges(sn, in.AliasIPRanges); err != nil {
+		panic(err.Error())
 	}
 	if in.NetworkIP == "" {
 		ip, ok := s.allocInternalLocked(sn, path)
@@ -208,6 +254,9 @@ func (s *Server) UpdateInstance(zone, name string, update func(*Instance)) error
 	case !validInstanceStatus(c.Status):
 		return fmt.Errorf("gce fake: invalid instance status %q", c.Status)
 	}
+	if err := checkAliasRanges(s.subnets[s.zones[c.Zone].Region+"/"+c.Subnetwork], c.AliasIPRanges); err != nil {
+		return err
+	}
 	in.Instance = c
 	return nil
 }
@@ -268,6 +317,7 @@ type nicJSON struct {
 	NetworkIP         string             `json:"networkIP"`
 	IPv6Address       string             `json:"ipv6Address,omitempty"`
 	Name              string             `json:"name"`
+	AliasIPRanges     []AliasIPRange     `json:"aliasIpRanges,omitempty"`
 	AccessConfigs     []accessConfigJSON `json:"accessConfigs,omitempty"`
 	IPv6AccessConfigs []accessConfigJSON `json:"ipv6AccessConfigs,omitempty"`
 	IPv6AccessType    string             `json:"ipv6AccessType,omitempty"`
@@ -288,14 +338,15 @@ type accessConfigJSON struct {
 func (s *Server) instanceJSONLocked(base string, in *instanceState) instanceJSON {
 	z := s.zones[in.Zone]
 	nic := nicJSON{
-		Kind:        "compute#networkInterface",
-		Network:     link(base, s.globalPath("networks", in.Network)),
-		Subnetwork:  link(base, s.regionalPath(z.Region, "subnetworks", in.Subnetwork)),
-		NetworkIP:   in.NetworkIP,
-		IPv6Address: in.InternalIPv6,
-		Name:        "nic0",
-		StackType:   "IPV4_ONLY",
-		Fingerprint: fingerprint("nic0", in.Name, in.NetworkIP, in.NatIP, in.IPv6),
+		Kind:          "compute#networkInterface",
+		Network:       link(base, s.globalPath("networks", in.Network)),
+		Subnetwork:    link(base, s.regionalPath(z.Region, "subnetworks", in.Subnetwork)),
+		NetworkIP:     in.NetworkIP,
+		IPv6Address:   in.InternalIPv6,
+		Name:          "nic0",
+		AliasIPRanges: slices.Clone(in.AliasIPRanges),
+		StackType:     "IPV4_ONLY",
+		Fingerprint:   fingerprint("nic0", in.Name, in.NetworkIP, in.NatIP, in.IPv6, fmt.Sprint(in.AliasIPRanges)),
 	}
 	if in.NatIP != "" {
 		nic.AccessConfigs = []accessConfigJSON{{

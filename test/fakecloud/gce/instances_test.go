@@ -2,6 +2,7 @@ package gce
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -241,4 +242,77 @@ func TestInstanceHelpers(t *testing.T) {
 	if st := s.Stats()["instances"]; st != (ResourceStats{Created: 1, Deleted: 1, Live: 0, Peak: 1}) {
 		t.Errorf("stats = %+v", st)
 	}
+}
+
+func TestInstanceAliasIPRanges(t *testing.T) {
+	s := start(t)
+	s.AddSubnetwork(Subnetwork{Name: "nodes", Region: region, IPCidrRange: "10.10.0.0/24",
+		SecondaryRanges: []SecondaryRange{{RangeName: "pods", IPCidrRange: "10.4.0.0/14"}}})
+	added := s.AddInstance(Instance{Name: "n", Subnetwork: "nodes", InternalIPv6: "fd20:1:2:3::",
+		AliasIPRanges: []AliasIPRange{{IPCidrRange: "10.4.1.0/24", SubnetworkRangeName: "pods"}, {IPCidrRange: "10.10.0.128/28"}}})
+	c := client(t, s, compute.NewInstancesRESTClient)
+	in, err := c.Get(context.Background(), getReq("n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nic := in.GetNetworkInterfaces()[0]
+	ar := nic.GetAliasIpRanges()
+	if len(ar) != 2 || ar[0].GetIpCidrRange() != "10.4.1.0/24" || ar[0].GetSubnetworkRangeName() != "pods" ||
+		ar[1].GetIpCidrRange() != "10.10.0.128/28" || ar[1].SubnetworkRangeName != nil ||
+		nic.GetIpv6Address() != "fd20:1:2:3::" || nic.GetStackType() != "IPV4_IPV6" || nic.GetIpv6AccessType() != "INTERNAL" {
+		t.Errorf("nic = %v", nic)
+	}
+
+	// The wire names, read without the client.
+	_, b := raw(t, s, "GET", "/compute/v1/projects/"+testProject+"/zones/"+zone+"/instances/n", "")
+	var doc struct {
+		NetworkInterfaces []struct {
+			IPv6Address   string `json:"ipv6Address"`
+			Fingerprint   string `json:"fingerprint"`
+			AliasIPRanges []struct {
+				IPCidrRange         string `json:"ipCidrRange"`
+				SubnetworkRangeName string `json:"subnetworkRangeName"`
+			} `json:"aliasIpRanges"`
+		} `json:"networkInterfaces"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	w := doc.NetworkInterfaces[0]
+	if len(w.AliasIPRanges) != 2 || w.AliasIPRanges[0].IPCidrRange != "10.4.1.0/24" || w.AliasIPRanges[0].SubnetworkRangeName != "pods" || w.IPv6Address != "fd20:1:2:3::" {
+		t.Errorf("wire = %s", b)
+	}
+
+	// Helpers copy, UpdateInstance changes them (and the nic's
+	// fingerprint), and bad ranges are refused.
+	added.AliasIPRanges[0].IPCidrRange = "10.4.9.0/24"
+	if got, _ := s.Instance(zone, "n"); got.AliasIPRanges[0].IPCidrRange != "10.4.1.0/24" {
+		t.Errorf("stored ranges changed through the returned copy: %v", got.AliasIPRanges)
+	}
+	if err := s.UpdateInstance(zone, "n", func(in *Instance) { in.AliasIPRanges = in.AliasIPRanges[:1] }); err != nil {
+		t.Fatal(err)
+	}
+	in, _ = c.Get(context.Background(), getReq("n"))
+	if nic := in.GetNetworkInterfaces()[0]; len(nic.GetAliasIpRanges()) != 1 || nic.GetFingerprint() == w.Fingerprint {
+		t.Errorf("after update nic = %v", nic)
+	}
+	for _, bad := range [][]AliasIPRange{
+		{{IPCidrRange: "10.4.1.0/24", SubnetworkRangeName: "services"}},
+		{{IPCidrRange: "10.9.0.0/24", SubnetworkRangeName: "pods"}},
+		{{IPCidrRange: "10.4.0.0/12", SubnetworkRangeName: "pods"}},
+		{{IPCidrRange: "10.10.1.0/28"}},
+		{{IPCidrRange: "10.4.1.1/24"}},
+	} {
+		if err := s.UpdateInstance(zone, "n", func(in *Instance) { in.AliasIPRanges = bad }); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("AddInstance accepted an unknown secondary range")
+			}
+		}()
+		s.AddInstance(Instance{Name: "m", AliasIPRanges: []AliasIPRange{{IPCidrRange: "10.4.1.0/24", SubnetworkRangeName: "pods"}}})
+	}()
 }

@@ -135,6 +135,7 @@ const (
 	shapeTargetPool    = "projects/*/regions/*/targetPools/*"
 	shapeHTTPHC        = "projects/*/global/httpHealthChecks/*"
 	shapeHealthCheck   = "projects/*/regions/*/healthChecks/*"
+	shapeGlobalHC      = "projects/*/global/healthChecks/*"
 	shapeBackendSvc    = "projects/*/regions/*/backendServices/*"
 	shapeAddress       = "projects/*/regions/*/addresses/*"
 	shapeGateway       = "projects/*/global/gateways/*"

@@ -77,7 +77,13 @@ func (s *Server) userOfLocked(path string) string {
 		}
 	}
 	if a := s.addresses[path]; a != nil {
-		users = append(users, s.addressUsersLocked(a)...)
+		// A static address one forwarding rule uses may go: the rule
+		// keeps the IP as an ephemeral one (see the address delete).
+		// An ephemeral IP has one holder, so one shared by several
+		// rules may not.
+		if au := s.addressUsersLocked(a); len(au) > 1 {
+			users = append(users, au...)
+		}
 	}
 	if len(users) == 0 {
 		return ""

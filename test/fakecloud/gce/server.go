@@ -61,11 +61,11 @@
 // Implemented: zones and regions (list, get), networks and subnetworks
 // (get, list), instances (list, aggregatedList, get; created with
 // AddInstance), zonal and regional disks (list, aggregatedList, get;
-// created with AddDisk),
-// target pools, legacy HTTP health checks, regional health checks,
-// forwarding rules, addresses, firewalls, regional backend services,
-// unmanaged instance groups and routes (see their files for the methods),
-// and zonal, regional and global operations (get, list, delete, wait).
+// created with AddDisk), target pools, legacy HTTP health checks, global
+// and regional health checks, forwarding rules, addresses, firewalls,
+// regional backend services, unmanaged instance groups and routes (see
+// their files for the methods), and zonal, regional and global
+// operations (get, list, delete, wait).
 package gce
 
 import (

@@ -15,7 +15,8 @@ type ResourceStats struct {
 // Stats returns the counts per kind, keyed by the API's collection name:
 // "instances", "disks", "targetPools", "httpHealthChecks", "healthChecks",
 // "forwardingRules", "addresses", "firewalls", "backendServices",
-// "instanceGroups" and "routes". Kinds never created are absent.
+// "instanceGroups" and "routes" ("healthChecks" counts global and regional
+// ones, as both are that collection). Kinds never created are absent.
 func (s *Server) Stats() map[string]ResourceStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()

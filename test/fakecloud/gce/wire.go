@@ -69,8 +69,8 @@ func (h HTTPHealthCheck) render(base string) HTTPHealthCheck {
 	return h
 }
 
-// HealthCheck is a regional compute#healthCheck. The fake supports the
-// TCP, HTTP, HTTPS and HTTP2 types.
+// HealthCheck is a compute#healthCheck, global or regional (a global one
+// has no region). The fake supports the TCP, HTTP, HTTPS and HTTP2 types.
 type HealthCheck struct {
 	Kind               string           `json:"kind"`
 	ID                 uint64           `json:"id,string"`
@@ -86,7 +86,7 @@ type HealthCheck struct {
 	HTTPHealthCheck    *HealthCheckHTTP `json:"httpHealthCheck,omitempty"`
 	HTTPSHealthCheck   *HealthCheckHTTP `json:"httpsHealthCheck,omitempty"`
 	HTTP2HealthCheck   *HealthCheckHTTP `json:"http2HealthCheck,omitempty"`
-	Region             string           `json:"region"`
+	Region             string           `json:"region,omitempty"`
 	SelfLink           string           `json:"selfLink"`
 }
 
