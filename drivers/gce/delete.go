@@ -137,7 +137,7 @@ func (d lbDeleter) backendService(ctx context.Context, name string, shared bool)
 
 func (d lbDeleter) firewall(ctx context.Context, name string) error {
 	_, err := d.del(ctx, "firewalls.delete", "deleting firewall rule "+name, false, func(ctx context.Context, rid *string) (*compute.Operation, error) {
-		return d.cl.firewalls.Delete(ctx, &computepb.DeleteFirewallRequest{RequestId: rid, Project: d.env.project, Firewall: name})
+		return d.cl.firewalls.Delete(ctx, &computepb.DeleteFirewallRequest{RequestId: rid, Project: d.env.networkProject, Firewall: name})
 	})
 	return err
 }

@@ -8,9 +8,11 @@
 package gce
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"regexp"
 	"slices"
 	"strings"
@@ -50,6 +52,10 @@ type Config struct {
 	// Network is the VPC network name; empty: the metadata server's
 	// instance's network.
 	Network string `koanf:"network"`
+	// NetworkProject is the project the network belongs to: a Shared VPC
+	// host project (cloud-provider-gcp's network-project-id). Firewall
+	// rules and routes go there; empty: Project.
+	NetworkProject string `koanf:"networkProject"`
 	// Subnetwork for internal load balancers (a Service can override it).
 	Subnetwork string `koanf:"subnetwork"`
 	// NodeTags are the network tags of the nodes, which firewall rules
@@ -62,6 +68,10 @@ type Config struct {
 	// Endpoint overrides the Compute API URL (Private Service Connect,
 	// test doubles).
 	Endpoint string `koanf:"endpoint"`
+	// HealthCheckSourceRanges are where Google's health checkers come
+	// from, which the health checks' firewall rules admit (upstream's
+	// --cloud-provider-gce-l4-lb-source-cidrs); empty: Google's ranges.
+	HealthCheckSourceRanges []string `koanf:"healthCheckSourceRanges"`
 	// ClusterID names the resources the cluster's load balancers share,
 	// as cloud-provider-gcp's cluster ID; empty: the ConfigMap
 	// kube-system/ingress-uid's (created when absent, as upstream does).
@@ -93,6 +103,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Project != "" && !projectRE.MatchString(c.Project) {
 		add("project", "%q is not a project ID", c.Project)
+	}
+	if c.NetworkProject != "" && !projectRE.MatchString(c.NetworkProject) {
+		add("networkProject", "%q is not a project ID (the Shared VPC host project)", c.NetworkProject)
+	}
+	for i, r := range c.HealthCheckSourceRanges {
+		if _, _, err := net.ParseCIDR(r); err != nil {
+			add(fmt.Sprintf("healthCheckSourceRanges[%d]", i), "%q is not a CIDR", r)
+		}
 	}
 	if c.Region != "" && !regionRE.MatchString(c.Region) {
 		add("region", "%q is not a region (like europe-west1)", c.Region)
@@ -154,7 +172,10 @@ type Cloud struct {
 // environment is what the config may leave to the metadata server.
 type environment struct {
 	project, region, network, subnetwork string
-	nodeTags                             []string
+	// networkProject holds the network, its firewall rules and routes.
+	networkProject string
+	nodeTags       []string
+	hcRanges       []string // health checkers' source ranges
 }
 
 // New builds the cloud without calling Google: credentials, project and
@@ -359,7 +380,10 @@ func (c *Cloud) environ(ctx context.Context) (*environment, error) {
 	}
 	c.mu.Unlock()
 	e := &environment{project: c.cfg.Project, region: c.cfg.Region, network: lastSegment(c.cfg.Network),
-		subnetwork: lastSegment(c.cfg.Subnetwork), nodeTags: c.cfg.NodeTags}
+		subnetwork: lastSegment(c.cfg.Subnetwork), nodeTags: c.cfg.NodeTags, hcRanges: c.cfg.HealthCheckSourceRanges}
+	if len(e.hcRanges) == 0 {
+		e.hcRanges = healthCheckRanges
+	}
 	md := func(key, path string) (string, error) {
 		v, err := cloudapi.Call(ctx, c.api, "metadata."+key, func(ctx context.Context) (string, error) {
 			return metadata.GetWithContext(ctx, path)
@@ -375,6 +399,7 @@ func (c *Cloud) environ(ctx context.Context) (*environment, error) {
 			return nil, err
 		}
 	}
+	e.networkProject = cmp.Or(c.cfg.NetworkProject, e.project)
 	if e.region == "" {
 		zone, err := md("region", "instance/zone")
 		if err != nil {

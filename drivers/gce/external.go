@@ -271,7 +271,7 @@ func firewallFor(env *environment, spec *lbSpec, name, ip string) *computepb.Fir
 		fw.DestinationRanges = []string{ip}
 		return fw
 	}
-	fw.SourceRanges = healthCheckRanges
+	fw.SourceRanges = env.hcRanges
 	fw.Allowed = []*computepb.Allowed{{IPProtocol: ptr("tcp"), Ports: []string{strconv.Itoa(int(spec.hcPort))}}}
 	switch {
 	case spec.internal:
@@ -286,12 +286,12 @@ func firewallFor(env *environment, spec *lbSpec, name, ip string) *computepb.Fir
 
 func (l *loadBalancers) insertFirewall(ctx context.Context, cl *clients, env *environment, want *computepb.Firewall) error {
 	return l.c.change(ctx, cl, "firewalls.insert", "creating firewall rule "+want.GetName(), func(ctx context.Context, rid *string) (*compute.Operation, error) {
-		return cl.firewalls.Insert(ctx, &computepb.InsertFirewallRequest{RequestId: rid, Project: env.project, FirewallResource: want})
+		return cl.firewalls.Insert(ctx, &computepb.InsertFirewallRequest{RequestId: rid, Project: env.networkProject, FirewallResource: want})
 	})
 }
 
 func (l *loadBalancers) updateFirewall(ctx context.Context, cl *clients, env *environment, want *computepb.Firewall) error {
 	return l.c.change(ctx, cl, "firewalls.update", "updating firewall rule "+want.GetName(), func(ctx context.Context, rid *string) (*compute.Operation, error) {
-		return cl.firewalls.Update(ctx, &computepb.UpdateFirewallRequest{RequestId: rid, Project: env.project, Firewall: want.GetName(), FirewallResource: want})
+		return cl.firewalls.Update(ctx, &computepb.UpdateFirewallRequest{RequestId: rid, Project: env.networkProject, Firewall: want.GetName(), FirewallResource: want})
 	})
 }

@@ -32,7 +32,7 @@ func wantRule(env *environment, spec *lbSpec) *computepb.ForwardingRule {
 	if spec.internal {
 		want.BackendService = ptr(backendServiceURL(env, spec.bsName))
 		want.Network = ptr(networkURL(env))
-		want.Subnetwork = ptr("projects/" + env.project + "/regions/" + env.region + "/subnetworks/" + spec.subnetwork)
+		want.Subnetwork = ptr(subnetworkURL(env, spec.subnetwork))
 		if spec.globalAccess {
 			want.AllowGlobalAccess = ptr(true)
 		}
@@ -76,7 +76,7 @@ func (l *loadBalancers) reserveAddress(ctx context.Context, cl *clients, env *en
 	}
 	if spec.internal {
 		a.AddressType = ptr("INTERNAL")
-		a.Subnetwork = ptr("projects/" + env.project + "/regions/" + env.region + "/subnetworks/" + spec.subnetwork)
+		a.Subnetwork = ptr(subnetworkURL(env, spec.subnetwork))
 	} else {
 		a.NetworkTier = &spec.tier
 	}

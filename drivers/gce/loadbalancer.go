@@ -124,7 +124,7 @@ func (l *loadBalancers) leftovers(ctx context.Context, cl *clients, env *environ
 			return err
 		},
 		func(ctx context.Context) error {
-			_, err := cl.firewalls.Get(ctx, &computepb.GetFirewallRequest{Project: env.project, Firewall: firewallName(base)})
+			_, err := cl.firewalls.Get(ctx, &computepb.GetFirewallRequest{Project: env.networkProject, Firewall: firewallName(base)})
 			return err
 		},
 		func(ctx context.Context) error {
@@ -363,6 +363,12 @@ func shortURL(u string) string {
 	return u
 }
 
+// networkURL is the cluster network, in its (Shared VPC host) project.
 func networkURL(env *environment) string {
-	return "projects/" + env.project + "/global/networks/" + env.network
+	return "projects/" + env.networkProject + "/global/networks/" + env.network
+}
+
+// subnetworkURL is a subnetwork of the network in the region.
+func subnetworkURL(env *environment, name string) string {
+	return "projects/" + env.networkProject + "/regions/" + env.region + "/subnetworks/" + name
 }

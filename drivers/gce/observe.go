@@ -199,7 +199,7 @@ func (l *loadBalancers) getBackendService(ctx context.Context, cl *clients, env 
 
 func (l *loadBalancers) getFirewall(ctx context.Context, cl *clients, env *environment, name string) (*computepb.Firewall, error) {
 	return orNil(call(ctx, l.c, "firewalls.get", func(ctx context.Context) (*computepb.Firewall, error) {
-		return cl.firewalls.Get(ctx, &computepb.GetFirewallRequest{Project: env.project, Firewall: name})
+		return cl.firewalls.Get(ctx, &computepb.GetFirewallRequest{Project: env.networkProject, Firewall: name})
 	}))
 }
 

@@ -37,7 +37,8 @@ func newPlanCase(t *testing.T, internal bool, ports ...int32) planCase {
 func newPlanCaseOf(t *testing.T, internal bool, tweak func(*v1.Service), ports ...int32) planCase {
 	t.Helper()
 	l := &loadBalancers{c: &Cloud{}}
-	env := &environment{project: "p", region: "us-central1", network: "default", subnetwork: "default", nodeTags: []string{"node"}}
+	env := &environment{project: "p", networkProject: "p", region: "us-central1", network: "default", subnetwork: "default",
+		nodeTags: []string{"node"}, hcRanges: healthCheckRanges}
 	svc := &v1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "0c6b1f0e-1d2c-4e5f-8a9b-7c6d5e4f3a2b"},
 		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer},
@@ -333,5 +334,25 @@ func TestFirewallPortRanges(t *testing.T) {
 	c := newPlanCase(t, false, 8080, 80, 81, 82, 443, 444)
 	if got, want := c.spec.firewallPorts(), []string{"80-82", "443-444", "8080"}; !slices.Equal(got, want) {
 		t.Errorf("firewall ports %q, want upstream's ranges %q", got, want)
+	}
+}
+
+// TestPlanSharedVPC: with the network in a host project, the rules and
+// addresses name its network and subnetwork there, and the firewall rules
+// go there; the rest stays in the cluster's project.
+func TestPlanSharedVPC(t *testing.T) {
+	c := newPlanCase(t, true, 80)
+	c.env.networkProject = "host"
+	c.env.hcRanges = []string{"10.0.0.0/8"}
+	w := wantRule(c.env, c.spec)
+	if w.GetNetwork() != "projects/host/global/networks/default" || w.GetSubnetwork() != "projects/host/regions/us-central1/subnetworks/default" {
+		t.Errorf("rule network %s subnetwork %s, want the host project's", w.GetNetwork(), w.GetSubnetwork())
+	}
+	if w.GetBackendService() != "projects/p/regions/us-central1/backendServices/"+c.spec.bsName {
+		t.Errorf("backend service %s, want the cluster project's", w.GetBackendService())
+	}
+	fw := firewallFor(c.env, c.spec, c.spec.hcFirewallName(), "10.1.2.3")
+	if fw.GetNetwork() != "projects/host/global/networks/default" || !slices.Equal(fw.GetSourceRanges(), []string{"10.0.0.0/8"}) {
+		t.Errorf("health-check firewall %v %v, want the host network and the configured ranges", fw.GetNetwork(), fw.GetSourceRanges())
 	}
 }

@@ -104,7 +104,7 @@ func (r *routes) ListRoutes(ctx context.Context, clusterName string) ([]*cloudpr
 	// Filtered as upstream lists them; the network is checked here.
 	filter := fmt.Sprintf(`(name eq "%s.*") (description eq "%s")`, prefix, routeDescription)
 	all, err := pages(ctx, r.c, "routes.list", func(ctx context.Context, token string) ([]*computepb.Route, string, error) {
-		it := cl.routes.List(ctx, &computepb.ListRoutesRequest{Project: env.project, Filter: &filter})
+		it := cl.routes.List(ctx, &computepb.ListRoutesRequest{Project: env.networkProject, Filter: &filter})
 		return nextPage[*computepb.Route](it, token)
 	})
 	if err != nil {
@@ -169,7 +169,7 @@ func (r *routes) CreateRoute(ctx context.Context, clusterName string, nameHint s
 		NextHopInstance: &inst, Priority: ptr(uint32(1000)), Description: ptr(routeDescription),
 	}
 	if err := r.c.change(ctx, cl, "routes.insert", "creating route "+name, func(ctx context.Context, rid *string) (*compute.Operation, error) {
-		return cl.routes.Insert(ctx, &computepb.InsertRouteRequest{RequestId: rid, Project: env.project, RouteResource: rt})
+		return cl.routes.Insert(ctx, &computepb.InsertRouteRequest{RequestId: rid, Project: env.networkProject, RouteResource: rt})
 	}); err != nil {
 		return err
 	}
@@ -196,7 +196,7 @@ func (r *routes) DeleteRoute(ctx context.Context, clusterName string, route *clo
 		return err
 	}
 	err = r.c.change(ctx, cl, "routes.delete", "deleting route "+route.Name, func(ctx context.Context, rid *string) (*compute.Operation, error) {
-		return cl.routes.Delete(ctx, &computepb.DeleteRouteRequest{RequestId: rid, Project: env.project, Route: route.Name})
+		return cl.routes.Delete(ctx, &computepb.DeleteRouteRequest{RequestId: rid, Project: env.networkProject, Route: route.Name})
 	})
 	if err != nil && !cloudapi.IsNotFound(err) {
 		return err
