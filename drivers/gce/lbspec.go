@@ -114,6 +114,11 @@ func desiredLB(svc *v1.Service, a *annotations.Values, defaultSubnet, cid string
 		a.Fail(AnnLegacyLoadBalancerType, "contradicts %s; keep one", AnnLoadBalancerType)
 	}
 	s.internal = lbType == "Internal"
+	if slices.Contains(svc.Spec.IPFamilies, v1.IPv6Protocol) {
+		// As upstream: its legacy load balancers are IPv4; IPv6 and
+		// dual-stack forwarding rules are GKE's L4 controllers'.
+		a.Note("spec.ipFamilies", "GCE passthrough load balancers of cloud-provider-gcp's kind are IPv4 only (IPv6 forwarding rules are GKE's L4 controllers'): this one serves IPv4")
+	}
 	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort != 0 {
 		s.hcShared, s.hcName, s.hcPort = false, s.base, svc.Spec.HealthCheckNodePort
 	}

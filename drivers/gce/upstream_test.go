@@ -3,6 +3,7 @@ package gce_test
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -174,5 +175,22 @@ func TestBackendSharing(t *testing.T) {
 	e.mustDelete(two)
 	if live := e.live(); len(live) != 0 {
 		t.Errorf("left: %v", live)
+	}
+}
+
+// TestIPv6FamiliesGetANote: upstream's load balancers are IPv4 whatever
+// the Service's families; polyccm makes the same and says so.
+func TestIPv6FamiliesGetANote(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	svc := service(nil)
+	svc.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
+	e.mustEnsure(svc, e.nodes("n", 1, testZone))
+	found, events := false, e.events()
+	for _, ev := range events {
+		found = found || (strings.HasPrefix(ev, "Normal") && strings.Contains(ev, "spec.ipFamilies"))
+	}
+	if !found {
+		t.Errorf("events %q, want a Normal one on spec.ipFamilies", events)
 	}
 }
