@@ -59,7 +59,8 @@ type Config struct {
 	// Subnetwork for internal load balancers (a Service can override it).
 	Subnetwork string `koanf:"subnetwork"`
 	// NodeTags are the network tags of the nodes, which firewall rules
-	// target; empty: the metadata server's instance's tags.
+	// target (cloud-provider-gcp's node-tags); empty: per node instance,
+	// its longest tag its name starts with, as upstream finds them.
 	NodeTags []string `koanf:"nodeTags"`
 	// Credentials is a service-account key (JSON); unset: Application
 	// Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, the gcloud
@@ -164,6 +165,7 @@ type Cloud struct {
 	env     *environment
 
 	sizes  instances.ListSizes // instances per zone and project, from full listings
+	tags   tagCache            // instances' network tags, for firewall targets
 	nodes  corelisters.NodeLister
 	lbs    *loadBalancers
 	routes *routes
@@ -414,30 +416,12 @@ func (c *Cloud) environ(ctx context.Context) (*environment, error) {
 		}
 		e.network = lastSegment(nw)
 	}
-	if len(e.nodeTags) == 0 {
-		tags, err := md("nodeTags", "instance/tags")
-		if err != nil {
-			return nil, err
-		}
-		e.nodeTags = parseTags(tags)
-	}
 	c.mu.Lock()
 	c.env = e
 	c.mu.Unlock()
 	return e, nil
 }
 
-// parseTags reads the metadata server's JSON list of tags.
-func parseTags(s string) []string {
-	s = strings.Trim(strings.TrimSpace(s), "[]")
-	var out []string
-	for _, t := range strings.Split(s, ",") {
-		if t = strings.Trim(strings.TrimSpace(t), `"`); t != "" {
-			out = append(out, t)
-		}
-	}
-	return out
-}
 
 // lastSegment of a resource URL or path; a plain name is itself.
 func lastSegment(s string) string {

@@ -262,7 +262,7 @@ func refsOf(urls []string) []*computepb.InstanceReference {
 func firewallFor(env *environment, spec *lbSpec, name, ip string) *computepb.Firewall {
 	fw := &computepb.Firewall{
 		Name: &name, Description: ptr(firewallDescription(spec.service, ip)), Network: ptr(networkURL(env)),
-		Direction: ptr("INGRESS"), Priority: ptr(int32(1000)), TargetTags: env.nodeTags,
+		Direction: ptr("INGRESS"), Priority: ptr(int32(1000)), TargetTags: spec.targetTags,
 	}
 	if name == firewallName(spec.base) {
 		proto := strings.ToLower(spec.protocol)

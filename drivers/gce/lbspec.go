@@ -85,6 +85,7 @@ type lbSpec struct {
 	subnetwork   string
 	globalAccess bool
 	sources      []string
+	targetTags   []string // the nodes' network tags, found when observing
 }
 
 // lbName is the Service's load balancer name: "a" + its UID without

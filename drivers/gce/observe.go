@@ -2,7 +2,6 @@ package gce
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -56,13 +55,14 @@ type groupState struct {
 // which the caller read first (fr: nil when there is none). It changes
 // nothing.
 func (l *loadBalancers) observe(ctx context.Context, cl *clients, env *environment, spec *lbSpec, byZone map[string][]string, fr *computepb.ForwardingRule, switched bool) (*observed, error) {
-	if len(env.nodeTags) == 0 {
-		// Checked before anything is changed: without tags the firewall
-		// rules would reach no node.
-		return nil, errors.New("gce: the nodes' network tags are unknown; set drivers.gce.nodeTags so firewall rules reach them")
+	// Checked before anything is changed: without tags the firewall
+	// rules would reach no node (or, empty, every instance).
+	tags, err := l.targetTags(ctx, cl, env, byZone)
+	if err != nil {
+		return nil, err
 	}
+	spec.targetTags = tags
 	obs := &observed{rule: fr, switched: switched, firewalls: map[string]*computepb.Firewall{}}
-	var err error
 	if obs.addr, err = l.getAddress(ctx, cl, env, spec.base); err != nil {
 		return nil, err
 	}

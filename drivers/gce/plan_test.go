@@ -57,6 +57,7 @@ func newPlanCaseOf(t *testing.T, internal bool, tweak func(*v1.Service), ports .
 	if err := a.Report(nil); err != nil {
 		t.Fatal(err)
 	}
+	spec.targetTags = env.nodeTags // what observe finds
 	return planCase{l, env, spec}
 }
 

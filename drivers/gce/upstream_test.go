@@ -2,6 +2,7 @@ package gce_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/polyccm/polyccm/drivers/gce"
+	fakegce "github.com/polyccm/polyccm/test/fakecloud/gce"
 )
 
 // What a switch from cloud-provider-gcp meets beyond names: its cluster ID
@@ -192,5 +194,35 @@ func TestIPv6FamiliesGetANote(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("events %q, want a Normal one on spec.ipFamilies", events)
+	}
+}
+
+// TestNodeTagsFoundFromInstances: without drivers.gce.nodeTags the
+// firewall rules target each node's longest tag its name starts with, as
+// upstream's computeHostTags; a node without one is an error naming the
+// instance and the key, before anything is made.
+func TestNodeTagsFoundFromInstances(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withConfig(func(c *gce.Config) { c.NodeTags = nil }))
+	var nodes []*v1.Node
+	for i, tags := range [][]string{{"gke-pool", "gke-pool-a1", "http-server"}, {"gke-pool"}} {
+		in := e.fake.AddInstance(fakegce.Instance{Name: fmt.Sprintf("gke-pool-a1-%d", i), Zone: testZone, MachineType: "e2-standard-4", Tags: tags})
+		nodes = append(nodes, node(in.Name, providerID(in)))
+	}
+	svc := service(nil)
+	e.mustEnsure(svc, nodes)
+	fw := e.firewall("k8s-fw-" + e.lbName(svc))
+	if want := []string{"gke-pool", "gke-pool-a1"}; !slices.Equal(sorted(fw.TargetTags), want) {
+		t.Errorf("firewall targets %v, want %v", fw.TargetTags, want)
+	}
+
+	odd := e.fake.AddInstance(fakegce.Instance{Name: "worker-7", Zone: testZone, MachineType: "e2-standard-4", Tags: []string{"http-server"}})
+	before := e.mutations()
+	_, err := e.ensure(svc, append(nodes, node(odd.Name, providerID(odd))))
+	if err == nil || !strings.Contains(err.Error(), "worker-7") || !strings.Contains(err.Error(), "drivers.gce.nodeTags") {
+		t.Errorf("Ensure with an untagged node: %v, want an error naming it and drivers.gce.nodeTags", err)
+	}
+	if d := e.mutations() - before; d != 0 {
+		t.Errorf("%d changing calls before the error", d)
 	}
 }
