@@ -65,6 +65,10 @@ type Controllers struct {
 	// VolumeLabels: polyccm's volume-labels-controller (sets the zone and
 	// region labels of PersistentVolumes backed by the cloud's disks).
 	VolumeLabels bool `koanf:"volumeLabels"`
+	// NodeIPAM: polyccm's node-ipam-controller (sets Nodes' pod CIDRs from
+	// their instances' alias IP ranges, for VPC-native clusters; routes
+	// stays off with it).
+	NodeIPAM bool `koanf:"nodeIPAM"`
 }
 
 // Nodes tune the node controllers.

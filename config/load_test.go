@@ -586,6 +586,9 @@ func TestLoadControllers(t *testing.T) {
 		{"services explicit, load balancers", "driver: routecloud\ncontrollers:\n  services: true\n", nil, nil},
 		{"services explicitly off", "controllers:\n  services: false\n", nil, nil},
 		{"everything off", "controllers: {nodes: false, nodeLifecycle: false, services: false, routes: false}\n", nil, []string{"controllers"}},
+		{"node IPAM alone", "controllers: {nodes: false, nodeLifecycle: false, services: false, nodeIPAM: true}\n", nil, nil},
+		// Alias ranges are routed by the VPC; routes for them are refused.
+		{"node IPAM with routes", "driver: routecloud\ncontrollers:\n  nodeIPAM: true\n  routes: true\nroutes:\n  clusterCIDR: 10.244.0.0/16\n", nil, []string{"controllers.nodeIPAM"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

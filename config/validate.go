@@ -58,8 +58,13 @@ func (l *loader) validate(c *Config) {
 		}
 	}
 	if !c.Controllers.Nodes && !c.Controllers.NodeLifecycle && !c.Controllers.Services && !c.Controllers.Routes &&
-		!c.Controllers.KubeletServingCSR && !c.Controllers.VolumeLabels {
+		!c.Controllers.KubeletServingCSR && !c.Controllers.VolumeLabels && !c.Controllers.NodeIPAM {
 		p.add("controllers", "every controller is off, so polyccm would do nothing; enable at least one")
+	}
+	// Alias IP ranges are routed by the VPC itself; the route controller
+	// would try to add routes for them, which the cloud refuses.
+	if c.Controllers.NodeIPAM && c.Controllers.Routes {
+		p.add("controllers.nodeIPAM", "pod ranges from the cloud (alias IPs) need no routes; set controllers.routes to false")
 	}
 
 	// Worker counts become the upstream controllers' int32 worker

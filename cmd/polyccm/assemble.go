@@ -17,6 +17,7 @@ import (
 
 	"github.com/polyccm/polyccm/config"
 	"github.com/polyccm/polyccm/core/cloudapi"
+	"github.com/polyccm/polyccm/core/controllers/nodeipam"
 	"github.com/polyccm/polyccm/core/controllers/servingcsr"
 	"github.com/polyccm/polyccm/core/controllers/volumelabels"
 	"github.com/polyccm/polyccm/core/driver"
@@ -82,6 +83,9 @@ func planControllers(c *config.Config, d driver.Driver) controllerPlan {
 	// No capability needed to start: without one the controller says so
 	// once and stays idle (see volumeLabelsController).
 	add(c.Controllers.VolumeLabels, volumelabels.ControllerName, "")
+	// Likewise without a driver whose instances carry pod ranges (see
+	// nodeIPAMController).
+	add(c.Controllers.NodeIPAM, nodeipam.ControllerName, "")
 	return p
 }
 

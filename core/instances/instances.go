@@ -43,6 +43,10 @@ type Instance struct {
 	Addresses    []v1.NodeAddress
 	Shutdown     bool
 	Labels       map[string]string
+	// PodCIDRs are the pod ranges the cloud gives the instance (GCE's
+	// alias IP ranges), in the cluster's IP family order; nil when it
+	// gives none. Only a PodCIDRSource fills them.
+	PodCIDRs []string
 }
 
 // Result answers one Key. Instance nil with Err nil means the cloud says
@@ -67,6 +71,16 @@ type Answer struct {
 // with Err set, never Instance == nil.
 type Source interface {
 	LookupInstances(ctx context.Context, keys []Key) (Answer, error)
+}
+
+// PodCIDRSource is a Source whose clouds allocate pod ranges to instances
+// (VPC-native networking), so its Instances carry PodCIDRs for the
+// node-ipam controller. Other drivers need not implement it.
+type PodCIDRSource interface {
+	Source
+	// PodCIDRHint says what gives an instance its pod ranges, for the
+	// event on a Node whose instance has none.
+	PodCIDRHint() string
 }
 
 // Options configure batching and caching.

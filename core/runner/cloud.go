@@ -26,6 +26,9 @@ type cloud struct {
 	// volumes is core's batched disk lookup for the volume-labels
 	// controller; nil when the driver has no volumes capability.
 	volumes *volumes.Volumes
+	// podCIDRHint is the driver's instances.PodCIDRSource hint for the
+	// node-ipam controller; "" when its instances carry no pod ranges.
+	podCIDRHint string
 	// tasks are the driver's own loops, started with the service
 	// controller.
 	tasks []driver.Task
@@ -42,6 +45,9 @@ func assemble(d driver.Driver, dc driver.Cloud, o instances.Options, services co
 		return nil, fmt.Errorf("driver %s returned no instance source", d.Name)
 	}
 	c := &cloud{name: d.Name, instances: instances.New(src, o), progress: loadbalancers.NewProgress()}
+	if ps, ok := src.(instances.PodCIDRSource); ok {
+		c.podCIDRHint = ps.PodCIDRHint()
+	}
 	if lbc, ok := dc.(driver.LoadBalancerCloud); ok {
 		if lb := lbc.LoadBalancer(); lb != nil {
 			lb = loadbalancers.Rules(lb, loadbalancers.RuleOptions{Services: services, Instances: c.instances})

@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/polyccm/polyccm/core/cloudapi"
+	"github.com/polyccm/polyccm/core/controllers/nodeipam"
 	"github.com/polyccm/polyccm/core/controllers/servingcsr"
 	"github.com/polyccm/polyccm/core/controllers/volumelabels"
 	"github.com/polyccm/polyccm/core/driver"
@@ -64,6 +65,7 @@ func Run(ctx context.Context, s Settings) error {
 	constructors[names.ServiceLBController] = serviceLBController
 	constructors[servingcsr.ControllerName] = servingCSRController
 	constructors[volumelabels.ControllerName] = volumeLabelsController
+	constructors[nodeipam.ControllerName] = nodeIPAMController
 	c, err := opts.Config(app.ControllerNames(constructors), app.ControllersDisabledByDefault.List(),
 		names.CCMControllerAliases(), app.AllWebhooks, app.DisabledByDefaultWebhooks)
 	if err != nil {

@@ -422,7 +422,6 @@ func (c *Cloud) environ(ctx context.Context) (*environment, error) {
 	return e, nil
 }
 
-
 // lastSegment of a resource URL or path; a plain name is itself.
 func lastSegment(s string) string {
 	return s[strings.LastIndexByte(s, '/')+1:]

@@ -86,7 +86,9 @@ func poolNeedsRecreate(pool *computepb.TargetPool, spec *lbSpec) bool {
 func (l *loadBalancers) planExternal(p *lbPlan, cl *clients, env *environment, spec *lbSpec, byZone map[string][]string, obs *observed, replace bool) {
 	hc := httpHealthCheck(spec, obs.httpHC)
 	createOrUpdate(p, kindHTTPHealth, hc.Name, obs.httpHC != nil,
-		func() []loadbalancers.Field { return loadbalancers.Diff(viewHTTPHealthCheck(obs.httpHC), viewHTTPHealthCheck(hc)) },
+		func() []loadbalancers.Field {
+			return loadbalancers.Diff(viewHTTPHealthCheck(obs.httpHC), viewHTTPHealthCheck(hc))
+		},
 		func(ctx context.Context) error { return l.insertHTTPHealthCheck(ctx, cl, env, hc) },
 		func(ctx context.Context) error { return l.updateHTTPHealthCheck(ctx, cl, env, hc) })
 

@@ -267,6 +267,7 @@ func (c *Cloud) confirmInstance(ctx context.Context, cl *clients, ref instanceRe
 }
 
 func (c *Cloud) toInstance(ref instanceRef, in *computepb.Instance) *instances.Instance {
+	c.rememberTags(ref.project, ref.zone, in) // for the firewall rules' targets
 	st := in.GetStatus()
 	inst := &instances.Instance{
 		ProviderID:   ProviderID(ref.project, ref.zone, in.GetName()),
@@ -275,6 +276,7 @@ func (c *Cloud) toInstance(ref instanceRef, in *computepb.Instance) *instances.I
 		Zone:         ref.zone,
 		Region:       regionOf(ref.zone),
 		Shutdown:     st == "TERMINATED" || st == "STOPPING" || st == "STOPPED" || st == "SUSPENDED" || st == "SUSPENDING",
+		PodCIDRs:     c.podCIDRs(in),
 	}
 	// Addresses as cloud-provider-gcp reports them (gce_instances.go
 	// nodeAddressesFromInstance), so a switch changes no Node's: per
@@ -296,13 +298,7 @@ func (c *Cloud) toInstance(ref instanceRef, in *computepb.Instance) *instances.I
 		for _, ac := range ni.GetAccessConfigs() {
 			add(v1.NodeExternalIP, ac.GetNatIP())
 		}
-		v6 := ni.GetIpv6Address()
-		if v6 == "" && ni.GetIpv6AccessType() == "EXTERNAL" {
-			for _, ac := range ni.GetIpv6AccessConfigs() {
-				v6 = ac.GetExternalIpv6()
-			}
-		}
-		add(v1.NodeInternalIP, v6)
+		add(v1.NodeInternalIP, nicIPv6(ni))
 	}
 	preferV6 := c.cfg.StackType == StackIPv6
 	isV6 := func(a v1.NodeAddress) bool {

@@ -116,7 +116,9 @@ func (l *loadBalancers) planInternal(p *lbPlan, cl *clients, env *environment, s
 
 	bs := backendService(env, spec, name, zones)
 	createOrUpdate(p, kindBackendService, spec.bsName, obs.bs != nil,
-		func() []loadbalancers.Field { return loadbalancers.Diff(viewBackendService(obs.bs), viewBackendService(bs)) },
+		func() []loadbalancers.Field {
+			return loadbalancers.Diff(viewBackendService(obs.bs), viewBackendService(bs))
+		},
 		func(ctx context.Context) error { return l.insertBackendService(ctx, cl, env, bs) },
 		func(ctx context.Context) error { return l.updateBackendService(ctx, cl, env, bs, obs.bs.Fingerprint) })
 }

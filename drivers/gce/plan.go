@@ -178,7 +178,9 @@ func (l *loadBalancers) planFirewalls(p *lbPlan, cl *clients, env *environment, 
 		cur := obs.firewalls[name]
 		shared := spec.hcShared && name == spec.hcFirewallName()
 		createOrUpdate(p, kindFirewall, name, cur != nil,
-			func() []loadbalancers.Field { return loadbalancers.Diff(viewFirewall(cur, shared), viewFirewall(want, shared)) },
+			func() []loadbalancers.Field {
+				return loadbalancers.Diff(viewFirewall(cur, shared), viewFirewall(want, shared))
+			},
 			func(ctx context.Context) error { return l.insertFirewall(ctx, cl, env, build()) },
 			func(ctx context.Context) error { return l.updateFirewall(ctx, cl, env, build()) })
 	}
