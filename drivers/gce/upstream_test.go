@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	compute "cloud.google.com/go/compute/apiv1"
+	"cloud.google.com/go/compute/apiv1/computepb"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
@@ -224,5 +226,48 @@ func TestNodeTagsFoundFromInstances(t *testing.T) {
 	}
 	if d := e.mutations() - before; d != 0 {
 		t.Errorf("%d changing calls before the error", d)
+	}
+}
+
+// TestPartlyDeletedByHandConverges: a load balancer whose firewall rules
+// someone deleted (GCE refuses to delete what a rule or pool still uses)
+// gets them back under the same names; nothing else is made twice and the
+// address stays.
+func TestPartlyDeletedByHandConverges(t *testing.T) {
+	t.Parallel()
+	for _, ann := range []map[string]string{nil, internalLB} {
+		e := newEnv(t)
+		nodes := e.nodes("n", 2, testZone)
+		svc := service(ann)
+		ip := e.mustEnsure(svc, nodes).Ingress[0].IP
+		fws := e.live()["firewalls"]
+		c := ctx(t)
+		client, err := compute.NewFirewallsRESTClient(c, e.userClient()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range fws {
+			op, err := client.Delete(c, &computepb.DeleteFirewallRequest{Project: testProject, Firewall: name})
+			if err == nil {
+				err = op.Wait(c)
+			}
+			if err != nil {
+				t.Fatalf("deleting %s by hand: %v", name, err)
+			}
+		}
+		client.Close()
+		before := e.fake.Stats()
+		if got := e.mustEnsure(svc, nodes).Ingress[0].IP; got != ip {
+			t.Errorf("%v: address %s, want %s kept", ann, got, ip)
+		}
+		if got := e.live()["firewalls"]; !slices.Equal(got, fws) {
+			t.Errorf("%v: firewall rules %v, want %v back", ann, got, fws)
+		}
+		after := e.fake.Stats()
+		for kind, st := range after {
+			if kind != "firewalls" && st.Created != before[kind].Created {
+				t.Errorf("%v: %s created again: %+v", ann, kind, st)
+			}
+		}
 	}
 }
