@@ -71,6 +71,8 @@ func Run(ctx context.Context, s Settings) error {
 	if err != nil {
 		return fmt.Errorf("setting up the controller manager: %w", err)
 	}
+	// The same factory, caching objects without what no controller reads.
+	c.SharedInformers = trimmedInformers(c.VersionedClient, c.ComponentConfig.Generic.MinResyncPeriod.Duration)
 	completed := c.Complete()
 
 	ao := s.CloudAPI
