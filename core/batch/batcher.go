@@ -192,18 +192,42 @@ func (b *Batcher[K, V]) dispatchLocked() {
 		r := b.queue[0]
 		b.queue = b.queue[1:]
 		b.running++
-		go b.run(r)
+		go b.run(r, b.waitingLocked())
 	}
 	if r := b.open; r != nil && r.due && b.running < b.o.MaxInFlight {
 		b.closeLocked(r)
 	}
 }
 
-func (b *Batcher[K, V]) run(r *round[K, V]) {
+// waitingLocked counts the keys queued or collecting behind the batches
+// running. b.mu is held.
+func (b *Batcher[K, V]) waitingLocked() int {
+	n := 0
+	for _, q := range b.queue {
+		n += len(q.keys)
+	}
+	if b.open != nil {
+		n += len(b.open.keys)
+	}
+	return n
+}
+
+type waitingKey struct{}
+
+// Waiting is, inside a Fetch, how many keys were waiting behind its batch
+// when it started: a source pricing a full listing against filtered calls
+// counts them too, since a listing answers them (through a cache) and
+// filtered calls would be made for them next.
+func Waiting(ctx context.Context) int {
+	n, _ := ctx.Value(waitingKey{}).(int)
+	return n
+}
+
+func (b *Batcher[K, V]) run(r *round[K, V], waiting int) {
 	if b.o.Observe != nil {
 		b.o.Observe(len(r.keys))
 	}
-	values, err := b.fetch(r.ctx, r.keys)
+	values, err := b.fetch(context.WithValue(r.ctx, waitingKey{}, waiting), r.keys)
 	r.cancel()
 	if err == nil && len(values) != len(r.keys) {
 		err = errMisaligned

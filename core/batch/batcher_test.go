@@ -562,3 +562,43 @@ func TestFetchEndsWhenEveryCallerGaveUp(t *testing.T) {
 		t.Errorf("%d fetches, want 2", n)
 	}
 }
+
+// TestFetchSeesTheKeysWaiting: a fetch learns how many keys were queued
+// behind its batch when it started, for sources that price a listing.
+func TestFetchSeesTheKeysWaiting(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var seen []int
+	b := batch.New(func(ctx context.Context, keys []int) ([]int, error) {
+		mu.Lock()
+		first := len(seen) == 0
+		seen = append(seen, batch.Waiting(ctx))
+		mu.Unlock()
+		if first {
+			<-release
+		}
+		return keys, nil
+	}, batch.Options{MaxSize: 2, MaxInFlight: 1, Window: time.Hour}) // batches close when full
+	var wg sync.WaitGroup
+	get := func(k int) { wg.Go(func() { _, _ = b.Get(context.Background(), k) }) }
+	get(0)
+	get(1) // the first batch is full and fetching
+	for {
+		mu.Lock()
+		n := len(seen)
+		mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for k := 2; k < 6; k++ {
+		get(k) // two more batches queue behind it
+	}
+	time.Sleep(200 * time.Millisecond) // they queue (sequencing, not speed)
+	close(release)
+	wg.Wait()
+	if want := []int{0, 2, 0}; !slices.Equal(seen, want) {
+		t.Errorf("keys waiting as each fetch started: %v, want %v", seen, want)
+	}
+}

@@ -1,6 +1,11 @@
 package instances
 
-import "sync"
+import (
+	"context"
+	"sync"
+
+	"github.com/polyccm/polyccm/core/batch"
+)
 
 // ListSizes prices the two ways a Source can answer a batch: filtered
 // listings (a call per chunk of the batch's keys) or one full listing of a
@@ -21,6 +26,19 @@ func (l *ListSizes) Set(scope string, n int) {
 		l.size = map[string]int{}
 	}
 	l.size[scope] = n
+}
+
+// PreferFullFor is PreferFull for a batch of batchKeys keys whose
+// filtered listings in scope take filteredCalls, when more keys wait
+// behind it (batch.Waiting): they would take filtered calls at the same
+// rate, and one full listing answers them too. After a cache expiry,
+// thousands of lookups arrive at once: priced batch by batch, each would
+// choose one filtered call over a listing, 25 calls where 5 pages do.
+func (l *ListSizes) PreferFullFor(ctx context.Context, scope string, filteredCalls, batchKeys, pageSize int) bool {
+	if w := batch.Waiting(ctx); w > 0 && batchKeys > 0 && filteredCalls > 0 {
+		filteredCalls = (filteredCalls*(batchKeys+w) + batchKeys - 1) / batchKeys
+	}
+	return l.PreferFull(scope, filteredCalls, pageSize)
 }
 
 // PreferFull reports whether listing scope in full, pageSize instances a

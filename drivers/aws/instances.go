@@ -77,7 +77,7 @@ func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (inst
 	var all []ec2types.Instance
 	ids, names := slices.Sorted(maps.Keys(byID)), slices.Sorted(maps.Keys(byName))
 	filtered := (len(ids)+filterChunk-1)/filterChunk + (len(names)+filterChunk-1)/filterChunk
-	if vpc := c.knownVPC(); vpc != "" && c.listSizes.PreferFull(vpc, filtered, describePage) {
+	if vpc := c.knownVPC(); vpc != "" && c.listSizes.PreferFullFor(ctx, vpc, filtered, len(keys), describePage) {
 		// One listing of the cluster's VPC answers this batch and, through
 		// the cache, the lookups right behind it.
 		got, err := c.describeInstances(ctx, cl, []ec2types.Filter{{Name: aws.String("vpc-id"), Values: []string{vpc}}})

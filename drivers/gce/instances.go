@@ -74,7 +74,7 @@ func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (inst
 	// First, because a full listing of the project answers the keys with
 	// a providerID in its zones too.
 	byNameFound := map[string][]instanceRef{}
-	for _, filter := range c.filtersFor(env.project, slices.Sorted(maps.Keys(byName))) {
+	for _, filter := range c.filtersFor(ctx, env.project, slices.Sorted(maps.Keys(byName)), len(keys)) {
 		got, err := c.listAggregated(ctx, cl, env.project, filter)
 		if err != nil {
 			return instances.Answer{}, err
@@ -112,7 +112,7 @@ zones:
 		}
 		sort.Strings(names)
 		scope := pz[0] + "/" + pz[1]
-		for _, filter := range c.filtersFor(scope, names) {
+		for _, filter := range c.filtersFor(ctx, scope, names, len(keys)) {
 			insts, err := c.listZone(ctx, cl, pz[0], pz[1], filter)
 			if k := cloudapi.KindOf(err); k == cloudapi.KindInvalid || k == cloudapi.KindNotFound {
 				// %v: never "not found" for the instances, which would
@@ -165,14 +165,14 @@ zones:
 }
 
 // filtersFor returns the list filters covering names in scope, or "" for
-// one unfiltered listing when that costs no more calls (see
-// instances.ListSizes).
-func (c *Cloud) filtersFor(scope string, names []string) []string {
+// one unfiltered listing when that costs no more calls, counting the keys
+// queued behind the batch of batchKeys (see instances.ListSizes).
+func (c *Cloud) filtersFor(ctx context.Context, scope string, names []string, batchKeys int) []string {
 	if len(names) == 0 {
 		return nil
 	}
 	filtered := slices.Collect(slices.Chunk(names, nameChunk))
-	if c.sizes.PreferFull(scope, len(filtered), pageSize) {
+	if c.sizes.PreferFullFor(ctx, scope, len(filtered), batchKeys, pageSize) {
 		return []string{""}
 	}
 	out := make([]string, 0, len(filtered))
