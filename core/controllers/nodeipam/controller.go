@@ -113,12 +113,6 @@ type Controller struct {
 // starts it.
 func New(o Options) (*Controller, error) {
 	registerMetrics()
-	if o.RetryBase <= 0 {
-		o.RetryBase = retryBase
-	}
-	if o.RetryMax <= 0 {
-		o.RetryMax = retryMax
-	}
 	c := &Controller{
 		client:    o.Client,
 		instances: o.Instances,
@@ -127,10 +121,8 @@ func New(o Options) (*Controller, error) {
 		hint:      o.Hint,
 		nodes:     o.Nodes.Lister(),
 		synced:    o.Nodes.Informer().HasSynced,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](o.RetryBase, o.RetryMax),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "node_ipam"}),
-		now: time.Now,
+		queue:     workers.Queue("node_ipam", o.RetryBase, retryBase, o.RetryMax, retryMax),
+		now:       time.Now,
 	}
 	_, err := o.Nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,

@@ -101,11 +101,9 @@ func New(o Options) (*Controller, error) {
 		cloud:       o.Cloud,
 		nodes:       o.Nodes.Lister(),
 		nodesSynced: o.Nodes.Informer().HasSynced,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBase, retryMax),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "kubelet_serving_csr"}),
-		retryFor: retryFor,
-		now:      time.Now,
+		queue:       workers.Queue("kubelet_serving_csr", 0, retryBase, 0, retryMax),
+		retryFor:    retryFor,
+		now:         time.Now,
 	}
 	// Its own informer, filtered by the API server to this signer, so the
 	// (far more numerous) client-certificate requests are never fetched.

@@ -83,21 +83,13 @@ type Controller struct {
 // New builds the controller and registers its PV event handlers; Run
 // starts it.
 func New(o Options) (*Controller, error) {
-	if o.RetryBase <= 0 {
-		o.RetryBase = retryBase
-	}
-	if o.RetryMax <= 0 {
-		o.RetryMax = retryMax
-	}
 	c := &Controller{
 		client:   o.Client,
 		volumes:  o.Volumes,
 		recorder: o.Recorder,
 		pvs:      o.PersistentVolumes.Lister(),
 		synced:   o.PersistentVolumes.Informer().HasSynced,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](o.RetryBase, o.RetryMax),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "volume_labels"}),
+		queue:    workers.Queue("volume_labels", o.RetryBase, retryBase, o.RetryMax, retryMax),
 	}
 	_, err := o.PersistentVolumes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueue,

@@ -10,6 +10,21 @@ import (
 	"k8s.io/client-go/util/workqueue"
 )
 
+// Queue is a controller's work queue named name (its metrics' label),
+// retrying a key with exponential backoff from base to max; a zero base or
+// max takes the default given after it.
+func Queue(name string, base, defBase, max, defMax time.Duration) workqueue.TypedRateLimitingInterface[string] {
+	if base <= 0 {
+		base = defBase
+	}
+	if max <= 0 {
+		max = defMax
+	}
+	return workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](base, max),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: name})
+}
+
 // Sync handles one key; retry asks for it again after the queue's backoff.
 type Sync func(ctx context.Context, key string) (retry bool)
 
