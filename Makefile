@@ -149,18 +149,20 @@ dist:
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) env -u GOOS -u GOARCH $(GO) run ./packaging/mkdist -version '$(VERSION)' -out '$(DIST)' $$bins
 
 # make bench [BENCH_DRIVER=aws|gce|digitalocean] [BENCH_NODES=100,1000,5000]
-# [BENCH_FLAGS='-latency 50ms -rate 10']: polyccm on the local control
+# [BENCH_REGIMES=joinstorm,coldstart] [BENCH_FLAGS='-latency 50ms -rate 10']:
+# polyccm on the local control
 # plane and a simulated, rate-limited cloud at each size, written to
 # bench/results/<driver>-<date>.json and .svg (docs/performance.md); then
 # the Go benchmarks of the core batcher and cache (bench-go).
 .PHONY: bench bench-go fuzz
 BENCH_DRIVER ?= digitalocean
 BENCH_NODES  ?= 100,1000,5000
+BENCH_REGIMES ?= joinstorm,coldstart
 BENCH_FLAGS  ?=
 BENCH ?= .
 bench: tools build bench-go
 	CCMTEST_POLYCCM_BIN=$(CURDIR)/$(BIN) BENCH_DRIVER=$(BENCH_DRIVER) BENCH_NODES=$(BENCH_NODES) \
-		$(GO) run ./test/bench $(BENCH_FLAGS)
+		BENCH_REGIMES=$(BENCH_REGIMES) $(GO) run ./test/bench $(BENCH_FLAGS)
 
 bench-go:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem ./core/...

@@ -86,3 +86,34 @@ func TestBenchSmall(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchColdStart runs the cold-start regime small: the Nodes wait
+// before polyccm starts, then polyccm restarts over them; the restart's
+// cloud calls are a listing or two, not one per Node.
+func TestBenchColdStart(t *testing.T) {
+	cluster.SkipIfNoBinaries(t)
+	o := options{
+		Driver: "digitalocean", Nodes: []int{60}, Latency: 30 * time.Millisecond, LatencyMS: 30, Rate: 20, Burst: 40,
+		Creators: 20, Workers: 16, Timeout: 3 * time.Minute, Out: t.TempDir(), Quiet: !testing.Verbose(), NoCeiling: true,
+		Regimes: []string{regimeColdStart},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rep, err := bench(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Runs) != 1 || rep.Runs[0].Regime != regimeColdStart {
+		t.Fatalf("runs %+v, want one cold start", rep.Runs)
+	}
+	r := rep.Runs[0]
+	if r.TotalSeconds <= 0 || r.PerNode.Max > r.TotalSeconds+0.5 || r.CloudCallsTotal == 0 || r.CloudCallsPerNode > 0.25 {
+		t.Errorf("cold start: %.2fs, per node %+v, %d cloud calls (%v)", r.TotalSeconds, r.PerNode, r.CloudCallsTotal, r.CloudCalls)
+	}
+	if r.Restart == nil || r.Restart.ReadySeconds <= 0 || r.Restart.CloudCallsTotal > 5 {
+		t.Errorf("restart %+v: want it measured, with a listing or two", r.Restart)
+	}
+	if !strings.Contains(rep.table(), "| coldstart | 60 |") {
+		t.Errorf("table without the cold start row:\n%s", rep.table())
+	}
+}

@@ -46,7 +46,22 @@ type options struct {
 	PolyccmEnv []string      `json:"polyccmEnv,omitempty"`
 	Quiet      bool          `json:"-"`
 	Keep       bool          `json:"-"`
+	// Regimes are what is measured, in order (regimeJoinStorm when none).
+	Regimes []string `json:"regimes"`
 }
+
+// The regimes (docs/performance.md).
+const (
+	// regimeJoinStorm: N tainted Nodes register at once under a running
+	// polyccm.
+	regimeJoinStorm = "joinstorm"
+	// regimeColdStart: N tainted Nodes are registered already (an outage,
+	// a control-plane upgrade) when polyccm starts; then polyccm restarts
+	// over the initialized Nodes.
+	regimeColdStart = "coldstart"
+)
+
+var regimes = []string{regimeJoinStorm, regimeColdStart}
 
 type envList []string
 
@@ -76,7 +91,14 @@ func main() {
 	flag.Var(&env, "env", "a polyccm config override for the run, POLYCCM_SECTION__KEY=VALUE (repeatable)")
 	flag.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
 	flag.BoolVar(&o.Keep, "keep", false, "keep the work files (configs, polyccm's and the apiserver's logs, audit logs)")
+	regimeList := flag.String("regimes", envOr("BENCH_REGIMES", strings.Join(regimes, ",")), "what to measure, comma-separated: "+strings.Join(regimes, ", ")+" (default $BENCH_REGIMES)")
 	flag.Parse()
+	for r := range strings.SplitSeq(*regimeList, ",") {
+		if r = strings.TrimSpace(r); !slices.Contains(regimes, r) {
+			fail(fmt.Errorf("-regimes %q: %q is not a regime; use %s (BENCH_REGIMES=... with make bench)", *regimeList, r, strings.Join(regimes, ", ")))
+		}
+		o.Regimes = append(o.Regimes, strings.TrimSpace(r))
+	}
 	o.PolyccmEnv = env
 	o.LatencyMS = float64(o.Latency) / float64(time.Millisecond)
 	var err error
@@ -141,13 +163,18 @@ func bench(ctx context.Context, o options) (*report, error) {
 	}
 	progressf(o, "polyccm bench: driver %s, sizes %v, cloud latency %s, cloud rate limit %g/s burst %d; work files in %s",
 		o.Driver, o.Nodes, o.Latency, o.Rate, o.Burst, dir)
-	for _, n := range o.Nodes {
-		r, err := runSize(ctx, o, bin, filepath.Join(dir, fmt.Sprintf("n%d", n)), n)
-		if err != nil {
-			return rep, fmt.Errorf("N=%d: %w\n(files of the run, with polyccm's and kube-apiserver's logs, stay in %s)", n, err, dir)
+	if len(o.Regimes) == 0 {
+		o.Regimes = []string{regimeJoinStorm}
+	}
+	for _, regime := range o.Regimes {
+		for _, n := range o.Nodes {
+			r, err := runSize(ctx, o, regime, bin, filepath.Join(dir, fmt.Sprintf("%s-n%d", regime, n)), n)
+			if err != nil {
+				return rep, fmt.Errorf("%s N=%d: %w\n(files of the run, with polyccm's and kube-apiserver's logs, stay in %s)", regime, n, err, dir)
+			}
+			rep.Runs = append(rep.Runs, r)
+			progressf(o, "%s N=%d: %s", regime, n, r.summary())
 		}
-		rep.Runs = append(rep.Runs, r)
-		progressf(o, "N=%d: %s", n, r.summary())
 	}
 	if o.Keep {
 		progressf(o, "work files kept in %s", dir)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -27,11 +28,13 @@ type machine struct {
 	GOARCH string `json:"goarch"`
 }
 
-// sizeResult is one cluster size.
+// sizeResult is one cluster size in one regime.
 type sizeResult struct {
 	Nodes int `json:"nodes"`
-	// TotalSeconds is from the first registration to the last Node
-	// initialized.
+	// Regime is what was measured: joinstorm or coldstart (main.go).
+	Regime string `json:"regime"`
+	// TotalSeconds is from the first registration (cold start: from
+	// polyccm's start) to the last Node initialized.
 	TotalSeconds float64 `json:"totalSeconds"`
 	// PerNode is each Node's wait, registration to initialized.
 	PerNode latency `json:"perNodeSeconds"`
@@ -65,8 +68,23 @@ type sizeResult struct {
 	// takes the same writes, with no registrations competing).
 	Ceiling           *ceilingResult `json:"ceiling,omitempty"`
 	FractionOfCeiling float64        `json:"fractionOfCeiling,omitempty"`
-	// Curve is (seconds since the first registration, Nodes initialized).
+	// Curve is (seconds since the first registration, or polyccm's start,
+	// Nodes initialized).
 	Curve [][2]float64 `json:"curve"`
+	// Restart is polyccm started again over the initialized Nodes (cold
+	// start regime only).
+	Restart *restartResult `json:"restart,omitempty"`
+}
+
+// restartResult is a restart over initialized Nodes.
+type restartResult struct {
+	// ReadySeconds is from the process's start until it serves and holds
+	// the leader Lease.
+	ReadySeconds float64 `json:"readySeconds"`
+	// CloudCalls are the calls of its first restartSettle.
+	CloudCalls      map[string]int `json:"cloudCalls"`
+	CloudCallsTotal int            `json:"cloudCallsTotal"`
+	ErrorsLogged    int            `json:"errorsLogged"`
 }
 
 func (r *sizeResult) summary() string {
@@ -74,6 +92,9 @@ func (r *sizeResult) summary() string {
 		r.TotalSeconds, r.PerNode.P50, r.PerNode.P99, r.PerNode.Max, r.CloudCallsPerNode, r.Throttled, r.APIRequestsPerNode, mib(r.PeakRSSBytes), mib(r.PeakAnonBytes), r.CPUSeconds)
 	if r.Ceiling != nil {
 		s += fmt.Sprintf("; %.0f nodes/s, the bare client %.0f nodes/s (polyccm at %.0f%% of the ceiling)", r.NodesPerSecond, r.Ceiling.NodesPerSecond, 100*r.FractionOfCeiling)
+	}
+	if r.Restart != nil {
+		s += fmt.Sprintf("; restarted: ready in %.1fs, %d cloud calls at start", r.Restart.ReadySeconds, r.Restart.CloudCallsTotal)
 	}
 	return s
 }
@@ -106,20 +127,23 @@ func (rep *report) table() string {
 	o := rep.Options
 	fmt.Fprintf(&b, "\npolyccm %s, driver %s, cloud latency %gms, cloud rate limit %g/s burst %d, %d CPUs\n\n",
 		rep.PolyccmVersion, o.Driver, o.LatencyMS, o.Rate, o.Burst, rep.Machine.CPUs)
-	b.WriteString("| nodes | all initialized (s) | per node p50 / p99 / max (s) | cloud calls / node | throttled | apiserver requests / node | peak RSS (anon) | CPU (s) | nodes/s | bare client nodes/s | of ceiling |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| regime | nodes | all initialized (s) | per node p50 / p99 / max (s) | cloud calls / node | throttled | apiserver requests / node | peak RSS (anon) | CPU (s) | nodes/s | bare client nodes/s | of ceiling |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rep.Runs {
 		ceil, frac := "-", "-"
 		if r.Ceiling != nil {
 			ceil, frac = fmt.Sprintf("%.0f", r.Ceiling.NodesPerSecond), fmt.Sprintf("%.0f%%", 100*r.FractionOfCeiling)
 		}
-		fmt.Fprintf(&b, "| %d | %.1f | %.2f / %.2f / %.2f | %.3f | %d | %.1f | %s (%s) | %.1f | %.0f | %s | %s |\n",
-			r.Nodes, r.TotalSeconds, r.PerNode.P50, r.PerNode.P99, r.PerNode.Max, r.CloudCallsPerNode, r.Throttled,
+		fmt.Fprintf(&b, "| %s | %d | %.1f | %.2f / %.2f / %.2f | %.3f | %d | %.1f | %s (%s) | %.1f | %.0f | %s | %s |\n",
+			cmp.Or(r.Regime, regimeJoinStorm), r.Nodes, r.TotalSeconds, r.PerNode.P50, r.PerNode.P99, r.PerNode.Max, r.CloudCallsPerNode, r.Throttled,
 			r.APIRequestsPerNode, mib(r.PeakRSSBytes), mib(r.PeakAnonBytes), r.CPUSeconds, r.NodesPerSecond, ceil, frac)
 	}
 	for _, r := range rep.Runs {
-		fmt.Fprintf(&b, "\nN=%d cloud calls: %s", r.Nodes, formatCounts(r.CloudCalls))
-		fmt.Fprintf(&b, "\nN=%d apiserver requests: %s", r.Nodes, formatCounts(r.APIRequests))
+		fmt.Fprintf(&b, "\n%s N=%d cloud calls: %s", cmp.Or(r.Regime, regimeJoinStorm), r.Nodes, formatCounts(r.CloudCalls))
+		fmt.Fprintf(&b, "\n%s N=%d apiserver requests: %s", cmp.Or(r.Regime, regimeJoinStorm), r.Nodes, formatCounts(r.APIRequests))
+		if r.Restart != nil {
+			fmt.Fprintf(&b, "\n%s N=%d restart: ready in %.1f s, cloud calls in its first %s: %s", r.Regime, r.Nodes, r.Restart.ReadySeconds, restartSettle, formatCounts(r.Restart.CloudCalls))
+		}
 	}
 	b.WriteString("\n")
 	return b.String()
@@ -198,8 +222,8 @@ func (rep *report) chart() string {
 	for i, r := range rep.Runs {
 		c := colors[i%len(colors)]
 		line(r.Curve, r.Nodes, c, "")
-		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/><text x="%d" y="%d">polyccm, N=%d</text>`+"\n",
-			width-right+12, ly, width-right+36, ly, c, width-right+42, ly+4, r.Nodes)
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/><text x="%d" y="%d">polyccm, %s N=%d</text>`+"\n",
+			width-right+12, ly, width-right+36, ly, c, width-right+42, ly+4, cmp.Or(r.Regime, regimeJoinStorm), r.Nodes)
 		ly += 18
 		if r.Ceiling != nil {
 			line(r.Ceiling.Curve, r.Nodes, c, ` stroke-dasharray="5 4"`)

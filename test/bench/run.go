@@ -28,7 +28,7 @@ const clusterName = "bench"
 
 // runSize measures one cluster size on a control plane and cloud of its
 // own, so that sizes do not share caches or etcd history.
-func runSize(ctx context.Context, o options, bin, dir string, n int) (*sizeResult, error) {
+func runSize(ctx context.Context, o options, regime, bin, dir string, n int) (*sizeResult, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -62,6 +62,17 @@ func runSize(ctx context.Context, o options, bin, dir string, n int) (*sizeResul
 	// The rate limit starts now, with a full bucket: polyccm has it all.
 	cloud.Faults().SetRateLimit(o.Rate, o.Burst)
 
+	w := newInitWatch(nodes)
+	cold := regime == regimeColdStart
+	if cold {
+		// The Nodes are there before polyccm: registered (not timed),
+		// tainted, waiting.
+		progressf(o, "N=%d: cold start: registering %d tainted Nodes before polyccm starts", n, n)
+		if err := register(ctx, cp.Admin, nodes, o.Creators, func(i int, _ *v1.Node) { w.created(i) }); err != nil {
+			return nil, err
+		}
+	}
+
 	port, err := harness.FreePort()
 	if err != nil {
 		return nil, err
@@ -70,48 +81,57 @@ func runSize(ctx context.Context, o options, bin, dir string, n int) (*sizeResul
 	if err != nil {
 		return nil, err
 	}
-	ccm, err := harness.StartCCM(harness.CCMOptions{
+	ccmOpts := harness.CCMOptions{
 		Bin: bin, Dir: dir, Port: port,
 		Config: polyccmConfig(o.Driver, cp.PolyccmKubeconfig, port, block),
 		Env:    append(cloud.Env(dir), o.PolyccmEnv...),
-	})
+	}
+	calls0 := cloud.Faults().Calls()
+	throttled0 := cloud.Faults().Throttled()
+	t0 := time.Now() // cold start: from polyccm's start
+	w.restartClock(t0)
+	ccm, err := harness.StartCCM(ccmOpts)
 	if err != nil {
 		return nil, err
 	}
 	defer ccm.Stop(10 * time.Second)
-	wctx, cancel := context.WithTimeout(ctx, time.Minute)
-	err = ccm.WaitReady(wctx)
-	cancel()
-	if err != nil {
-		return nil, err
-	}
-	// Let polyccm take the lease and start its controllers, so the clock
-	// measures initializing Nodes, not starting up.
-	if err := waitLeader(ctx, cp.Admin); err != nil {
-		return nil, fmt.Errorf("%w; polyccm's log %s", err, ccm.LogPath)
-	}
-
-	res := &sizeResult{Nodes: n}
-	calls0 := cloud.Faults().Calls()
-	throttled0 := cloud.Faults().Throttled()
-	cpu0, _ := cpuSeconds(ccm.Pid())
 	mem := newMemSampler(ccm.Pid())
 	defer mem.stop()
-
-	w := newInitWatch(nodes)
-	stopWatch, err := w.start(ctx, cp.Admin)
-	if err != nil {
+	var stopWatch func()
+	if cold {
+		// Watch from the start: initializing begins with leadership.
+		w.t0 = t0
+		if stopWatch, err = w.start(ctx, cp.Admin); err != nil {
+			return nil, err
+		}
+		defer stopWatch()
+	}
+	if err := waitStarted(ctx, ccm, cp); err != nil {
 		return nil, err
 	}
-	defer stopWatch()
 
-	progressf(o, "N=%d: registering %d tainted Nodes at once, %d clients", n, n, o.Creators)
-	t0 := time.Now()
-	w.t0 = t0
+	res := &sizeResult{Nodes: n, Regime: regime}
+	cpu0, _ := cpuSeconds(ccm.Pid())
+	if cold {
+		cpu0 = 0 // the whole process's time: it started for this
+	}
 	regErr := make(chan error, 1)
-	go func() {
-		regErr <- register(ctx, cp.Admin, nodes, o.Creators, func(i int, _ *v1.Node) { w.created(i) })
-	}()
+	if !cold {
+		calls0, throttled0 = cloud.Faults().Calls(), cloud.Faults().Throttled()
+		if stopWatch, err = w.start(ctx, cp.Admin); err != nil {
+			return nil, err
+		}
+		defer stopWatch()
+		progressf(o, "N=%d: registering %d tainted Nodes at once, %d clients", n, n, o.Creators)
+		t0 = time.Now()
+		w.t0 = t0
+		go func() {
+			regErr <- register(ctx, cp.Admin, nodes, o.Creators, func(i int, _ *v1.Node) { w.created(i) })
+		}()
+	} else {
+		progressf(o, "N=%d: cold start: polyccm is up; waiting for the %d Nodes", n, n)
+		regErr <- nil
+	}
 	status := func() string {
 		return fmt.Sprintf("cloud calls %d (throttled %d) · polyccm RSS %s", total(diffCalls(cloud.Faults().Calls(), calls0)), cloud.Faults().Throttled()-throttled0, mib(mem.current()))
 	}
@@ -149,6 +169,13 @@ func runSize(ctx context.Context, o options, bin, dir string, n int) (*sizeResul
 	res.APIRequestsTotal = total(res.APIRequests)
 	res.APIRequestsPerNode = float64(res.APIRequestsTotal) / float64(n)
 
+	if cold {
+		progressf(o, "N=%d: restart: polyccm again, over %d initialized Nodes", n, n)
+		if res.Restart, err = restart(ctx, ccmOpts, cp, cloud); err != nil {
+			return nil, fmt.Errorf("restart: %w", err)
+		}
+	}
+
 	if !o.NoCeiling {
 		progressf(o, "N=%d: ceiling: the same Node updates by a bare client with %d workers", n, o.Workers)
 		c, err := ceiling(ctx, o, cp.Admin, nodes, final.Items)
@@ -159,6 +186,51 @@ func runSize(ctx context.Context, o options, bin, dir string, n int) (*sizeResul
 		res.FractionOfCeiling = round3(res.NodesPerSecond / c.NodesPerSecond)
 	}
 	return res, nil
+}
+
+// waitStarted waits until polyccm serves and holds the leader Lease, so
+// its controllers run.
+func waitStarted(ctx context.Context, ccm *harness.CCM, cp *harness.ControlPlane) error {
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	err := ccm.WaitReady(wctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	if err := waitLeader(ctx, cp.Admin); err != nil {
+		return fmt.Errorf("%w; polyccm's log %s", err, ccm.LogPath)
+	}
+	return nil
+}
+
+// restartSettle is how long after a restart the cloud calls are counted:
+// the startup's, once every Node's first status refresh has been asked.
+const restartSettle = 20 * time.Second
+
+// restart starts polyccm again over the initialized Nodes (an upgrade, a
+// crash) and measures the time until it serves and leads, and the cloud
+// calls it makes at start.
+func restart(ctx context.Context, opts harness.CCMOptions, cp *harness.ControlPlane, cloud simcloud.Cloud) (*restartResult, error) {
+	calls0 := cloud.Faults().Calls()
+	t0 := time.Now()
+	ccm, err := harness.StartCCM(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer ccm.Stop(10 * time.Second)
+	if err := waitStarted(ctx, ccm, cp); err != nil {
+		return nil, err
+	}
+	r := &restartResult{ReadySeconds: round3(time.Since(t0).Seconds())}
+	select {
+	case <-time.After(restartSettle):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	r.CloudCalls = diffCalls(cloud.Faults().Calls(), calls0)
+	r.CloudCallsTotal = total(r.CloudCalls)
+	r.ErrorsLogged = countErrors(ccm.Log())
+	return r, nil
 }
 
 // polyccmConfig is polyccm's defaults but for what the bench must set: the
@@ -272,6 +344,18 @@ func (w *initWatch) initialized(name string) {
 	w.nInit++
 	if w.nInit == len(w.init) {
 		close(w.doneCh)
+	}
+}
+
+// restartClock makes every Node's wait start at t: on a cold start the
+// Nodes wait for polyccm, not since they registered.
+func (w *initWatch) restartClock(t time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := range w.reg {
+		if !w.reg[i].IsZero() {
+			w.reg[i] = t
+		}
 	}
 }
 
