@@ -27,8 +27,8 @@ func trimForCache(obj any) (any, error) {
 }
 
 // trimmedInformers is the shared informer factory the controller manager
-// would build (its resync: MinResyncPeriod times 1 to 2, per informer),
-// caching trimmed objects.
+// would build (its resync: MinResyncPeriod times a random 1 to 2, drawn
+// once for the factory, as upstream's), caching trimmed objects.
 func trimmedInformers(client kubernetes.Interface, minResync time.Duration) informers.SharedInformerFactory {
 	resync := time.Duration(float64(minResync) * (1 + rand.Float64()))
 	return informers.NewSharedInformerFactoryWithOptions(client, resync, informers.WithTransform(trimForCache))

@@ -243,9 +243,10 @@ func (l *loadBalancers) planFor(ctx context.Context, svc *v1.Service, nodes []*v
 	a := LBAnnotations.Parse(svc)
 	spec := desiredLB(svc, a, l.c.cfg.Subnetwork, cid)
 	// Invalid settings are refused before any call, unless the Service
-	// may be another controller's (then the rule decides).
-	mayBeElsewhere := elsewhere(svc, nil)
-	if !mayBeElsewhere {
+	// may be another controller's: then the rule decides first (a rule to
+	// a target pool keeps it polyccm's).
+	maybeElsewhere := elsewhere(svc, nil)
+	if !maybeElsewhere {
 		if err := a.Report(l.c.deps.Recorder); err != nil {
 			return nil, nil, err
 		}
@@ -256,13 +257,13 @@ func (l *loadBalancers) planFor(ctx context.Context, svc *v1.Service, nodes []*v
 	if err != nil {
 		return nil, nil, err
 	}
-	if mayBeElsewhere && !elsewhere(svc, fr) {
+	if maybeElsewhere {
+		if elsewhere(svc, fr) {
+			return nil, nil, cloudprovider.ImplementedElsewhere
+		}
 		if err := a.Report(l.c.deps.Recorder); err != nil {
 			return nil, nil, err
 		}
-	}
-	if elsewhere(svc, fr) {
-		return nil, nil, cloudprovider.ImplementedElsewhere
 	}
 	p, err := l.observeAndPlan(ctx, cl, env, svc, spec, nodes, fr)
 	return p, spec, err
