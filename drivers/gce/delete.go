@@ -43,7 +43,12 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 	}
 	d := l.deleter(cl, env, spec)
 	steps := []func(context.Context) error{
-		d.address, d.forwardingRule, d.targetPool, d.httpHealthChecks,
+		d.address, d.forwardingRule,
+		// An IPv6 rule of an internal load balancer (or one left by a
+		// switch to external) forwards to the backend service below.
+		func(ctx context.Context) error { return d.addressNamed(ctx, ipv6Name(spec.base)) },
+		func(ctx context.Context) error { return d.rule(ctx, ipv6Name(spec.base)) },
+		d.targetPool, d.httpHealthChecks,
 		func(ctx context.Context) error { return d.backendService(ctx, spec.base, false) },
 	}
 	if spec.bsShared {
@@ -51,6 +56,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 	}
 	steps = append(steps, d.healthChecks,
 		func(ctx context.Context) error { return d.firewall(ctx, firewallName(spec.base)) },
+		func(ctx context.Context) error { return d.firewall(ctx, ipv6Name(firewallName(spec.base))) },
 		func(ctx context.Context) error { return d.firewall(ctx, spec.base) }, // upstream's older name of an internal one
 		// Also after an external one: a scheme switch stopped midway
 		// may have left groups nothing uses.
@@ -107,16 +113,22 @@ func (d lbDeleter) del(ctx context.Context, op, what string, shared bool, fn fun
 	return false, err
 }
 
-func (d lbDeleter) address(ctx context.Context) error {
-	_, err := d.del(ctx, "addresses.delete", "releasing address "+d.spec.base, false, func(ctx context.Context, rid *string) (*compute.Operation, error) {
-		return d.cl.addresses.Delete(ctx, &computepb.DeleteAddressRequest{RequestId: rid, Project: d.env.project, Region: d.env.region, Address: d.spec.base})
+func (d lbDeleter) address(ctx context.Context) error { return d.addressNamed(ctx, d.spec.base) }
+
+// addressNamed releases the reservation name (the IPv4 or IPv6 rule's).
+func (d lbDeleter) addressNamed(ctx context.Context, name string) error {
+	_, err := d.del(ctx, "addresses.delete", "releasing address "+name, false, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+		return d.cl.addresses.Delete(ctx, &computepb.DeleteAddressRequest{RequestId: rid, Project: d.env.project, Region: d.env.region, Address: name})
 	})
 	return err
 }
 
-func (d lbDeleter) forwardingRule(ctx context.Context) error {
-	_, err := d.del(ctx, "forwardingRules.delete", "deleting forwarding rule "+d.spec.base, false, func(ctx context.Context, rid *string) (*compute.Operation, error) {
-		return d.cl.forwardingRules.Delete(ctx, &computepb.DeleteForwardingRuleRequest{RequestId: rid, Project: d.env.project, Region: d.env.region, ForwardingRule: d.spec.base})
+func (d lbDeleter) forwardingRule(ctx context.Context) error { return d.rule(ctx, d.spec.base) }
+
+// rule deletes the forwarding rule name (the IPv4 or IPv6 one).
+func (d lbDeleter) rule(ctx context.Context, name string) error {
+	_, err := d.del(ctx, "forwardingRules.delete", "deleting forwarding rule "+name, false, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+		return d.cl.forwardingRules.Delete(ctx, &computepb.DeleteForwardingRuleRequest{RequestId: rid, Project: d.env.project, Region: d.env.region, ForwardingRule: name})
 	})
 	return err
 }
@@ -151,7 +163,10 @@ func (d lbDeleter) healthCheck(ctx context.Context, name string, shared bool) er
 	if err != nil || inUse {
 		return err
 	}
-	return d.firewall(ctx, name+"-hc") // upstream's makeHealthCheckFirewallNameFromHC
+	if err := d.firewall(ctx, name+"-hc"); err != nil { // upstream's makeHealthCheckFirewallNameFromHC
+		return err
+	}
+	return d.firewall(ctx, ipv6Name(name+"-hc")) // the IPv6 health checkers'
 }
 
 // healthChecks deletes the Service's own global health check and, unless

@@ -261,19 +261,22 @@ func refsOf(urls []string) []*computepb.InstanceReference {
 // ip: the traffic rule opens the Service ports to its source ranges, the
 // health check's rule opens the health check port to Google's checkers,
 // on the nodes' tags, described as upstream describes them.
-func firewallFor(env *environment, spec *lbSpec, name, ip string) *computepb.Firewall {
+func firewallFor(env *environment, spec *lbSpec, name, ip string, v6 bool) *computepb.Firewall {
 	fw := &computepb.Firewall{
 		Name: &name, Description: ptr(firewallDescription(spec.service, ip)), Network: ptr(networkURL(env)),
 		Direction: ptr("INGRESS"), Priority: ptr(int32(1000)), TargetTags: spec.targetTags,
 	}
-	if name == firewallName(spec.base) {
+	if name == firewallName(spec.base) || name == ipv6Name(firewallName(spec.base)) {
 		proto := strings.ToLower(spec.protocol)
 		fw.SourceRanges = spec.sources
+		if v6 {
+			fw.SourceRanges = spec.sources6
+		}
 		fw.Allowed = []*computepb.Allowed{{IPProtocol: &proto, Ports: spec.firewallPorts()}}
-		fw.DestinationRanges = []string{ip}
+		fw.DestinationRanges = []string{destination(ip, v6)}
 		return fw
 	}
-	fw.SourceRanges = env.hcRanges
+	fw.SourceRanges = hcRanges(env, v6)
 	fw.Allowed = []*computepb.Allowed{{IPProtocol: ptr("tcp"), Ports: []string{strconv.Itoa(int(spec.hcPort))}}}
 	switch {
 	case spec.internal:

@@ -55,22 +55,23 @@ func wantRule(env *environment, spec *lbSpec) *computepb.ForwardingRule {
 
 // createForwardingRule makes the rule on the address the plan holds.
 func (l *loadBalancers) createForwardingRule(ctx context.Context, cl *clients, env *environment, spec *lbSpec, want *computepb.ForwardingRule) error {
-	if err := l.c.change(ctx, cl, "forwardingRules.insert", "creating forwarding rule "+spec.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+	name := want.GetName()
+	if err := l.c.change(ctx, cl, "forwardingRules.insert", "creating forwarding rule "+name, func(ctx context.Context, rid *string) (*compute.Operation, error) {
 		return cl.forwardingRules.Insert(ctx, &computepb.InsertForwardingRuleRequest{RequestId: rid, Project: env.project, Region: env.region, ForwardingRuleResource: want})
 	}); err != nil {
 		return err
 	}
-	klog.InfoS("Created forwarding rule", "service", spec.service, "name", spec.base, "ip", want.GetIPAddress())
+	klog.InfoS("Created forwarding rule", "service", spec.service, "name", name, "ip", want.GetIPAddress())
 	return nil
 }
 
-// reserveAddress reserves the load balancer's address under its name, as
+// reserveAddress reserves a frontend's address under its rule's name, as
 // upstream's ensureStaticIP and address manager do: ip (the address of
 // the rule about to be replaced, which this promotes from ephemeral to
-// static, or the Service's loadBalancerIP), or a new one when ip is "".
-// It returns the address reserved.
-func (l *loadBalancers) reserveAddress(ctx context.Context, cl *clients, env *environment, spec *lbSpec, ip string) (string, error) {
-	a := &computepb.Address{Name: &spec.base, Description: ptr(serviceDescription(spec.service))}
+// static, or the one asked for), or a new one when ip is "". It returns
+// the address reserved.
+func (l *loadBalancers) reserveAddress(ctx context.Context, cl *clients, env *environment, spec *lbSpec, fe *frontend, ip string) (string, error) {
+	a := &computepb.Address{Name: &fe.name, Description: ptr(serviceDescription(spec.service))}
 	if ip != "" {
 		a.Address = &ip
 	}
@@ -80,19 +81,25 @@ func (l *loadBalancers) reserveAddress(ctx context.Context, cl *clients, env *en
 	} else {
 		a.NetworkTier = &spec.tier
 	}
-	if err := l.c.change(ctx, cl, "addresses.insert", "reserving address "+spec.base, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+	if fe.v6 {
+		a.IpVersion = ptr("IPV6")
+		if ip != "" {
+			a.PrefixLength = ptr(int32(ipv6PrefixLength))
+		}
+	}
+	if err := l.c.change(ctx, cl, "addresses.insert", "reserving address "+fe.name, func(ctx context.Context, rid *string) (*compute.Operation, error) {
 		return cl.addresses.Insert(ctx, &computepb.InsertAddressRequest{RequestId: rid, Project: env.project, Region: env.region, AddressResource: a})
 	}); err != nil {
 		return "", err
 	}
-	got, err := l.getAddress(ctx, cl, env, spec.base)
+	got, err := l.getAddress(ctx, cl, env, fe.name)
 	if err != nil {
 		return "", err
 	}
 	if got == nil || got.GetAddress() == "" {
-		return "", fmt.Errorf("address %s was reserved but is not there yet", spec.base)
+		return "", fmt.Errorf("address %s was reserved but is not there yet", fe.name)
 	}
-	return got.GetAddress(), nil
+	return canonicalIP(got.GetAddress()), nil
 }
 
 // ruleView is what polyccm sets of a forwarding rule, in one form whichever
@@ -108,6 +115,7 @@ type ruleView struct {
 	NetworkTier         string `json:"networkTier"`
 	Subnetwork          string `json:"subnetwork"`
 	AllowGlobalAccess   bool   `json:"allowGlobalAccess"`
+	IPVersion           string `json:"ipVersion,omitempty"`
 }
 
 // viewRule is fr as compared with want: the address and the tier count
@@ -122,8 +130,11 @@ func viewRule(fr, want *computepb.ForwardingRule) ruleView {
 		Subnetwork:          lastSegment(fr.GetSubnetwork()),
 		AllowGlobalAccess:   fr.GetAllowGlobalAccess(),
 	}
+	if want.GetIpVersion() == "IPV6" {
+		v.IPVersion = strings.ToUpper(fr.GetIpVersion())
+	}
 	if want.IPAddress != nil {
-		v.IPAddress = fr.GetIPAddress()
+		v.IPAddress = canonicalIP(fr.GetIPAddress())
 	}
 	if want.NetworkTier != nil {
 		v.NetworkTier = cmp.Or(fr.GetNetworkTier(), "PREMIUM")

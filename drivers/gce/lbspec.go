@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -26,6 +25,10 @@ const (
 	// cloud.google.com/load-balancer-backend-share).
 	AnnBackendShare       = "alpha.cloud.google.com/load-balancer-backend-share"
 	AnnLegacyBackendShare = "cloud.google.com/load-balancer-backend-share"
+	// AnnIPAddresses names the region's reserved addresses the load
+	// balancer takes, at most one IPv4 and one IPv6 (GKE's meaning); it
+	// wins over spec.loadBalancerIP.
+	AnnIPAddresses = "networking.gke.io/load-balancer-ip-addresses"
 )
 
 const (
@@ -58,6 +61,14 @@ var LBAnnotations = annotations.NewSet(
 	annotations.Enum(AnnNetworkTier, []string{"Premium", "Standard"}, "Premium", "Network tier of an external load balancer's address."),
 	annotations.Bool(AnnBackendShare, "false", "Internal load balancers: share one backend service with the cluster's other internal Services of the same protocol and session affinity (ignored with externalTrafficPolicy Local)."),
 	annotations.Bool(AnnLegacyBackendShare, "false", "The older name of "+AnnBackendShare+"."),
+	annotations.List(AnnIPAddresses, "up to two names of reserved regional addresses, one IPv4 and one IPv6",
+		"The load balancer's addresses, by the names of addresses reserved in its region: the IPv4 one for the IPv4 forwarding rule (instead of spec.loadBalancerIP), the IPv6 one (internal load balancers) for the IPv6 rule. They stay reserved; polyccm never releases them.",
+		func(s string) error {
+			if !gceNameRE.MatchString(s) {
+				return fmt.Errorf("%s is not an address name", annotations.Quote(s))
+			}
+			return nil
+		}),
 )
 
 // lbSpec is the load balancer a Service asks for, with the names
@@ -79,12 +90,21 @@ type lbSpec struct {
 	affinity string // NONE or CLIENT_IP
 	ip       string
 	tier     string
+	// The families served: an IPv4 forwarding rule, and (internal load
+	// balancers) an IPv6 one, as spec.ipFamilies asks.
+	v4, v6 bool
+	// ip6 is the IPv6 address asked for, from AnnIPAddresses.
+	ip6 string
+	// staticNames are the addresses AnnIPAddresses names, looked up when
+	// observing.
+	staticNames []string
 	// Internal: the backend service, the Service's own or shared.
 	bsName       string
 	bsShared     bool
 	subnetwork   string
 	globalAccess bool
-	sources      []string
+	sources      []string // IPv4 client ranges
+	sources6     []string // IPv6 client ranges
 	targetTags   []string // the nodes' network tags, found when observing
 }
 
@@ -115,10 +135,10 @@ func desiredLB(svc *v1.Service, a *annotations.Values, defaultSubnet, cid string
 		a.Fail(AnnLegacyLoadBalancerType, "contradicts %s; keep one", AnnLoadBalancerType)
 	}
 	s.internal = lbType == "Internal"
-	if slices.Contains(svc.Spec.IPFamilies, v1.IPv6Protocol) {
-		// As upstream: its legacy load balancers are IPv4; IPv6 and
-		// dual-stack forwarding rules are GKE's L4 controllers'.
-		a.Note("spec.ipFamilies", "GCE passthrough load balancers of cloud-provider-gcp's kind are IPv4 only (IPv6 forwarding rules are GKE's L4 controllers'): this one serves IPv4")
+	s.v4, s.v6 = families(svc, s.internal, a)
+	s.staticNames = a.List(AnnIPAddresses)
+	if len(s.staticNames) > 2 {
+		a.Fail(AnnIPAddresses, "names %d addresses; a load balancer takes at most two, one IPv4 and one IPv6", len(s.staticNames))
 	}
 	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort != 0 {
 		s.hcShared, s.hcName, s.hcPort = false, s.base, svc.Spec.HealthCheckNodePort
@@ -170,19 +190,7 @@ func desiredLB(svc *v1.Service, a *annotations.Values, defaultSubnet, cid string
 		a.Fail("spec.ports", "a GCE passthrough load balancer serves one protocol, but the Service has TCP and UDP ports: split it into two Services")
 	}
 
-	for _, r := range svc.Spec.LoadBalancerSourceRanges {
-		r = strings.TrimSpace(r)
-		_, n, err := net.ParseCIDR(r)
-		if err != nil {
-			a.Fail("spec.loadBalancerSourceRanges", "%q is not a CIDR", r)
-			continue
-		}
-		s.sources = append(s.sources, n.String())
-	}
-	if len(s.sources) == 0 {
-		s.sources = []string{"0.0.0.0/0"}
-	}
-	sort.Strings(s.sources)
+	s.sources, s.sources6 = sourceRanges(svc, s, a)
 	s.bsName = s.base
 	if s.bsShared {
 		s.bsName = sharedBackendServiceName(cid, s.protocol, svc.Spec.SessionAffinity)

@@ -99,8 +99,14 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.S
 	if err != nil {
 		return nil, false, err
 	}
-	if fr != nil {
-		return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: fr.GetIPAddress()}}}, true, nil
+	var fr6 *computepb.ForwardingRule
+	if fr == nil || (isInternal(svc) && slices.Contains(svc.Spec.IPFamilies, v1.IPv6Protocol)) {
+		if fr6, err = l.getForwardingRule(ctx, cl, env, ipv6Name(base)); err != nil {
+			return nil, false, err
+		}
+	}
+	if fr != nil || fr6 != nil {
+		return &v1.LoadBalancerStatus{Ingress: ingress(svc, fr.GetIPAddress(), fr6.GetIPAddress())}, true, nil
 	}
 	if slices.Contains(svc.Finalizers, FinalizerNetLBv1) || slices.Contains(svc.Finalizers, FinalizerILBv1) {
 		return &v1.LoadBalancerStatus{}, true, nil
@@ -229,7 +235,7 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 		l.recordOperationError(svc, err)
 		return nil, err
 	}
-	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: p.ip}}}, nil
+	return &v1.LoadBalancerStatus{Ingress: ingress(svc, p.ip, p.ip6)}, nil
 }
 
 // planFor reads the Service's resources and plans their changes; it
@@ -271,8 +277,19 @@ func (l *loadBalancers) planFor(ctx context.Context, svc *v1.Service, nodes []*v
 
 // observeAndPlan plans the sync of spec from the rule fr (nil: none).
 func (l *loadBalancers) observeAndPlan(ctx context.Context, cl *clients, env *environment, svc *v1.Service, spec *lbSpec, nodes []*v1.Node, fr *computepb.ForwardingRule) (*lbPlan, error) {
-	if fr != nil {
-		if _, err := l.own.Check(ctx, svc, l.resource(fr.GetName(), fr.GetDescription(), fr.GetIPAddress())); err != nil {
+	fr6, err := l.getRule6(ctx, cl, env, svc, spec, fr)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range []*computepb.ForwardingRule{fr, fr6} {
+		if r != nil {
+			if _, err := l.own.Check(ctx, svc, l.resource(r.GetName(), r.GetDescription(), r.GetIPAddress())); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(spec.staticNames) > 0 {
+		if err := l.resolveStaticAddresses(ctx, cl, env, svc, spec); err != nil {
 			return nil, err
 		}
 	}
@@ -282,7 +299,7 @@ func (l *loadBalancers) observeAndPlan(ctx context.Context, cl *clients, env *en
 		}
 	}
 	switched := fr != nil && !strings.EqualFold(fr.GetLoadBalancingScheme(), spec.scheme())
-	if !cloudapi.MayCreate(ctx) && (fr == nil || switched) {
+	if !cloudapi.MayCreate(ctx) && ((fr == nil && fr6 == nil) || switched) {
 		// A node sync with nothing to update, or a switch
 		// EnsureLoadBalancer makes: here the rule could be deleted but
 		// not made again.
@@ -292,7 +309,7 @@ func (l *loadBalancers) observeAndPlan(ctx context.Context, cl *clients, env *en
 	if len(skipped) > 0 {
 		klog.V(2).InfoS("Nodes without a GCE providerID are not load balancer backends yet", "service", klog.KObj(svc), "nodes", skipped)
 	}
-	obs, err := l.observe(ctx, cl, env, spec, byZone, fr, switched)
+	obs, err := l.observe(ctx, cl, env, spec, byZone, fr, fr6, switched)
 	if err != nil {
 		return nil, err
 	}

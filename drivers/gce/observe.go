@@ -18,6 +18,10 @@ import (
 // Planning works from it alone.
 type observed struct {
 	rule *computepb.ForwardingRule
+	// rule6 is the IPv6 rule, addr6 its reservation left by a stopped
+	// sync.
+	rule6 *computepb.ForwardingRule
+	addr6 *computepb.Address
 	// switched: the rule is of the other scheme, so it and what the other
 	// scheme alone uses are deleted first. leftOther: no rule, but the
 	// other scheme's pool or backend service of the Service is there (a
@@ -54,7 +58,7 @@ type groupState struct {
 // observe reads the Service's resources other than the forwarding rule,
 // which the caller read first (fr: nil when there is none). It changes
 // nothing.
-func (l *loadBalancers) observe(ctx context.Context, cl *clients, env *environment, spec *lbSpec, byZone map[string][]string, fr *computepb.ForwardingRule, switched bool) (*observed, error) {
+func (l *loadBalancers) observe(ctx context.Context, cl *clients, env *environment, spec *lbSpec, byZone map[string][]string, fr, fr6 *computepb.ForwardingRule, switched bool) (*observed, error) {
 	// Checked before anything is changed: without tags the firewall
 	// rules would reach no node (or, empty, every instance).
 	tags, err := l.targetTags(ctx, cl, env, byZone)
@@ -62,7 +66,7 @@ func (l *loadBalancers) observe(ctx context.Context, cl *clients, env *environme
 		return nil, err
 	}
 	spec.targetTags = tags
-	obs := &observed{rule: fr, switched: switched, firewalls: map[string]*computepb.Firewall{}}
+	obs := &observed{rule: fr, rule6: fr6, switched: switched, firewalls: map[string]*computepb.Firewall{}}
 	if obs.addr, err = l.getAddress(ctx, cl, env, spec.base); err != nil {
 		return nil, err
 	}
@@ -112,6 +116,9 @@ func (l *loadBalancers) observe(ctx context.Context, cl *clients, env *environme
 		if fw != nil {
 			obs.firewalls[name] = fw
 		}
+	}
+	if err := l.observeIPv6(ctx, cl, env, spec, obs); err != nil {
+		return nil, err
 	}
 	if spec.ip != "" && (obs.addr == nil || obs.addr.GetAddress() != spec.ip) {
 		a, err := l.addressByIP(ctx, cl, env, spec.ip)

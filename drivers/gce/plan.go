@@ -27,19 +27,41 @@ const (
 // newAddress stands in a plan for the address a reservation in it gets.
 const newAddress = "(the address reserved for it)"
 
-// lbPlan is one sync's changes, and the Service's address: the rule's as
-// observed, or the one the plan's reservation got (set when it applies).
+// lbPlan is one sync's changes, and the Service's addresses: its rules'
+// as observed, or the ones the plan's reservations got (set when they
+// apply).
 type lbPlan struct {
 	loadbalancers.Plan
-	ip string
+	ip, ip6 string
 }
 
 // ipOr is the address for a plan's fields before it is applied.
-func (p *lbPlan) ipOr() string {
-	if p.ip == "" {
+func ipOr(ip string) string {
+	if ip == "" {
 		return newAddress
 	}
-	return p.ip
+	return ip
+}
+
+// frontend is one forwarding rule of the Service, of one IP version: its
+// name (its address reservation's too), the address asked for, what GCE
+// has, and where the plan keeps the rule's address.
+type frontend struct {
+	name string
+	v6   bool
+	want string // the address asked for; "" for any
+	user bool   // want is an address the operator reserved
+	cur  *computepb.ForwardingRule
+	addr *computepb.Address // a reservation a stopped sync left
+	ip   *string
+	rule func() *computepb.ForwardingRule
+}
+
+// rulePlan is what the plan decided for a frontend.
+type rulePlan struct {
+	fe             *frontend
+	make, reserved bool
+	diff           []loadbalancers.Field
 }
 
 // plan computes the changes that make what obs found into what spec asks
@@ -53,93 +75,129 @@ func (p *lbPlan) ipOr() string {
 func (l *loadBalancers) plan(cl *clients, env *environment, spec *lbSpec, byZone map[string][]string, obs *observed) *lbPlan {
 	p := &lbPlan{}
 	cur := obs.rule
+	if obs.rule6 != nil && !spec.v6 {
+		l.planDropIPv6(p, cl, env, spec, obs)
+	}
 	if obs.switched || obs.leftOther {
 		l.planOldScheme(p, cl, env, spec, obs)
 	}
 	if obs.switched {
 		cur = nil
 	}
-	want := wantRule(env, spec)
-	var ruleDiff []loadbalancers.Field
-	replace := false
-	if cur != nil {
-		ruleDiff = ruleFields(cur, want)
-		replace = len(ruleDiff) > 0 || (!spec.internal && obs.pool != nil && poolNeedsRecreate(obs.pool, spec))
-	}
-	makeRule := cur == nil || replace
-	reserved := l.planAddress(p, cl, env, spec, obs, cur, makeRule)
-	if replace {
+	if cur != nil && !spec.v4 {
 		d := l.deleter(cl, env, spec)
-		p.Add(loadbalancers.Change{Action: loadbalancers.Delete, Kind: kindRule, Name: spec.base,
-			Apply: func(ctx context.Context) error {
-				klog.InfoS("Replacing forwarding rule", "service", spec.service, "name", spec.base, "ip", p.ip)
-				return d.forwardingRule(ctx)
-			}})
+		p.Add(loadbalancers.Change{Action: loadbalancers.Delete, Kind: kindRule, Name: spec.base, Apply: d.forwardingRule})
+		cur = nil
+	}
+	var rules []*rulePlan
+	if spec.v4 {
+		fe := &frontend{name: spec.base, want: spec.ip, user: obs.userIP, cur: cur, addr: obs.addr, ip: &p.ip,
+			rule: func() *computepb.ForwardingRule { return wantRule(env, spec) }}
+		poolGone := cur != nil && !spec.internal && obs.pool != nil && poolNeedsRecreate(obs.pool, spec)
+		rules = append(rules, l.planRuleStart(p, cl, env, spec, fe, poolGone))
+	}
+	if spec.v6 {
+		fe := &frontend{name: ipv6Name(spec.base), v6: true, want: spec.ip6, user: spec.ip6 != "", cur: obs.rule6, addr: obs.addr6, ip: &p.ip6,
+			rule: func() *computepb.ForwardingRule { return wantRule6(env, spec) }}
+		rules = append(rules, l.planRuleStart(p, cl, env, spec, fe, false))
 	}
 	if spec.internal {
 		l.planInternal(p, cl, env, spec, byZone, obs)
 	} else {
-		l.planExternal(p, cl, env, spec, byZone, obs, replace)
+		l.planExternal(p, cl, env, spec, byZone, obs, len(rules) > 0 && rules[0].make && cur != nil)
 	}
 	l.planFirewalls(p, cl, env, spec, obs)
-	if makeRule {
-		p.Add(loadbalancers.Change{Action: loadbalancers.Create, Kind: kindRule, Name: spec.base, Fields: ruleDiff,
-			Apply: func(ctx context.Context) error {
-				w := wantRule(env, spec)
-				w.IPAddress = &p.ip
-				return l.createForwardingRule(ctx, cl, env, spec, w)
-			}})
-	}
-	if reserved {
-		// The rule holds the address now: deleting the reservation
-		// demotes it to ephemeral, as upstream does (a static address
-		// counts against the region's quota).
-		d := l.deleter(cl, env, spec)
-		p.Add(loadbalancers.Change{Action: loadbalancers.Delete, Kind: kindAddress, Name: spec.base, Apply: d.address})
+	for _, rp := range rules {
+		l.planRuleEnd(p, cl, env, spec, rp)
 	}
 	l.planStale(p, cl, env, spec, obs)
 	return p
 }
 
-// planAddress decides the Service's address. A rule that stays keeps its
-// own. A rule to be made gets one reserved first, under the load
-// balancer's name: the replaced rule's (so the Service keeps its IP), the
-// Service's loadBalancerIP, or a new one; unless the operator reserved
-// loadBalancerIP themselves. It reports whether the plan holds a
-// reservation to release at its end.
-func (l *loadBalancers) planAddress(p *lbPlan, cl *clients, env *environment, spec *lbSpec, obs *observed, cur *computepb.ForwardingRule, makeRule bool) bool {
-	if !makeRule {
-		p.ip = cur.GetIPAddress()
-		return obs.addr != nil // a reservation a stopped sync left
+// planRuleStart plans a frontend's address and, when its rule must be
+// replaced (it differs from what is wanted, or what it forwards to is
+// recreated), the old rule's deletion.
+func (l *loadBalancers) planRuleStart(p *lbPlan, cl *clients, env *environment, spec *lbSpec, fe *frontend, forceReplace bool) *rulePlan {
+	rp := &rulePlan{fe: fe}
+	replace := false
+	if fe.cur != nil {
+		rp.diff = ruleFields(fe.cur, fe.rule())
+		replace = len(rp.diff) > 0 || forceReplace
 	}
-	if obs.userIP {
-		p.ip = spec.ip
+	rp.make = fe.cur == nil || replace
+	rp.reserved = l.planAddress(p, cl, env, spec, fe, rp.make)
+	if replace {
+		d := l.deleter(cl, env, spec)
+		p.Add(loadbalancers.Change{Action: loadbalancers.Delete, Kind: kindRule, Name: fe.name,
+			Apply: func(ctx context.Context) error {
+				klog.InfoS("Replacing forwarding rule", "service", spec.service, "name", fe.name, "ip", *fe.ip)
+				return d.rule(ctx, fe.name)
+			}})
+	}
+	return rp
+}
+
+// planRuleEnd makes the frontend's rule, on the address the plan holds,
+// and then releases the reservation that kept the address.
+func (l *loadBalancers) planRuleEnd(p *lbPlan, cl *clients, env *environment, spec *lbSpec, rp *rulePlan) {
+	fe := rp.fe
+	if rp.make {
+		p.Add(loadbalancers.Change{Action: loadbalancers.Create, Kind: kindRule, Name: fe.name, Fields: rp.diff,
+			Apply: func(ctx context.Context) error {
+				w := fe.rule()
+				w.IPAddress = fe.ip
+				return l.createForwardingRule(ctx, cl, env, spec, w)
+			}})
+	}
+	if rp.reserved {
+		// The rule holds the address now: deleting the reservation
+		// demotes it to ephemeral, as upstream does (a static address
+		// counts against the region's quota).
+		d := l.deleter(cl, env, spec)
+		p.Add(loadbalancers.Change{Action: loadbalancers.Delete, Kind: kindAddress, Name: fe.name,
+			Apply: func(ctx context.Context) error { return d.addressNamed(ctx, fe.name) }})
+	}
+}
+
+// planAddress decides a frontend's address. A rule that stays keeps its
+// own. A rule to be made gets one reserved first, under the rule's name:
+// the replaced rule's (so the Service keeps its IP), the one asked for, or
+// a new one; unless the operator reserved the one asked for themselves.
+// It reports whether the plan holds a reservation to release at its end.
+func (l *loadBalancers) planAddress(p *lbPlan, cl *clients, env *environment, spec *lbSpec, fe *frontend, makeRule bool) bool {
+	if !makeRule {
+		*fe.ip = canonicalIP(fe.cur.GetIPAddress())
+		return fe.addr != nil // a reservation a stopped sync left
+	}
+	if fe.user {
+		*fe.ip = fe.want
 		return false
 	}
-	ip := spec.ip
-	if ip == "" && cur != nil && keepsAddress(cur, spec) {
-		ip = cur.GetIPAddress()
+	ip := fe.want
+	if ip == "" && fe.cur != nil && keepsAddress(fe.cur, spec) {
+		ip = canonicalIP(fe.cur.GetIPAddress())
 	}
-	if a := obs.addr; a != nil && (ip == "" || a.GetAddress() == ip) {
-		p.ip = a.GetAddress() // reserved by an earlier sync that stopped
+	if a := fe.addr; a != nil && (ip == "" || canonicalIP(a.GetAddress()) == ip) {
+		*fe.ip = canonicalIP(a.GetAddress()) // reserved by an earlier sync that stopped
 		return true
 	}
-	if a := obs.addr; a != nil {
+	if a := fe.addr; a != nil {
 		// Reserved for another address than the one needed now.
 		d := l.deleter(cl, env, spec)
-		p.Add(loadbalancers.Change{Action: loadbalancers.Delete, Kind: kindAddress, Name: spec.base,
-			Fields: []loadbalancers.Field{{Name: "address", From: a.GetAddress(), To: "none"}}, Apply: d.address})
+		p.Add(loadbalancers.Change{Action: loadbalancers.Delete, Kind: kindAddress, Name: fe.name,
+			Fields: []loadbalancers.Field{{Name: "address", From: a.GetAddress(), To: "none"}},
+			Apply:  func(ctx context.Context) error { return d.addressNamed(ctx, fe.name) }})
 	}
-	p.ip = ip
+	*fe.ip = ip
 	to := ip
 	if to == "" {
 		to = "a new one"
 	}
-	p.Add(loadbalancers.Change{Action: loadbalancers.Create, Kind: kindAddress, Name: spec.base,
+	p.Add(loadbalancers.Change{Action: loadbalancers.Create, Kind: kindAddress, Name: fe.name,
 		Fields: []loadbalancers.Field{{Name: "address", From: "none", To: to}},
 		Apply: func(ctx context.Context) error {
-			got, err := l.reserveAddress(ctx, cl, env, spec, ip)
-			p.ip = got
+			got, err := l.reserveAddress(ctx, cl, env, spec, fe, ip)
+			*fe.ip = got
 			return err
 		}})
 	return true
@@ -172,17 +230,53 @@ func keepsAddress(cur *computepb.ForwardingRule, spec *lbSpec) bool {
 }
 
 func (l *loadBalancers) planFirewalls(p *lbPlan, cl *clients, env *environment, spec *lbSpec, obs *observed) {
-	for _, name := range []string{firewallName(spec.base), spec.hcFirewallName()} {
-		want := firewallFor(env, spec, name, p.ipOr())
-		build := func() *computepb.Firewall { return firewallFor(env, spec, name, p.ip) }
-		cur := obs.firewalls[name]
-		shared := spec.hcShared && name == spec.hcFirewallName()
-		createOrUpdate(p, kindFirewall, name, cur != nil,
+	type fwFor struct {
+		name string
+		v6   bool
+	}
+	var fws []fwFor
+	if spec.v4 {
+		fws = append(fws, fwFor{firewallName(spec.base), false}, fwFor{spec.hcFirewallName(), false})
+	}
+	if spec.v6 {
+		for _, n := range spec.firewallNames6() {
+			fws = append(fws, fwFor{n, true})
+		}
+	}
+	for _, f := range fws {
+		ip := &p.ip
+		if f.v6 {
+			ip = &p.ip6
+		}
+		want := firewallFor(env, spec, f.name, ipOr(*ip), f.v6)
+		build := func() *computepb.Firewall { return firewallFor(env, spec, f.name, *ip, f.v6) }
+		cur := obs.firewalls[f.name]
+		shared := spec.hcShared && (f.name == spec.hcFirewallName() || f.name == ipv6Name(spec.hcFirewallName()))
+		createOrUpdate(p, kindFirewall, f.name, cur != nil,
 			func() []loadbalancers.Field {
 				return loadbalancers.Diff(viewFirewall(cur, shared), viewFirewall(want, shared))
 			},
 			func(ctx context.Context) error { return l.insertFirewall(ctx, cl, env, build()) },
 			func(ctx context.Context) error { return l.updateFirewall(ctx, cl, env, build()) })
+	}
+}
+
+// planDropIPv6 deletes the IPv6 rule of a Service that serves IPv6 no
+// more (its family was removed, or it turned external), with its
+// reservation and its own firewall rules; the nodes' shared health-check
+// rule goes with the shared health check.
+func (l *loadBalancers) planDropIPv6(p *lbPlan, cl *clients, env *environment, spec *lbSpec, obs *observed) {
+	d := l.deleter(cl, env, spec)
+	name := ipv6Name(spec.base)
+	p.Add(loadbalancers.Change{Action: loadbalancers.Delete, Kind: kindRule, Name: name,
+		Apply: func(ctx context.Context) error { return d.rule(ctx, name) }})
+	if obs.addr6 != nil {
+		p.Add(loadbalancers.Change{Action: loadbalancers.Delete, Kind: kindAddress, Name: name,
+			Apply: func(ctx context.Context) error { return d.addressNamed(ctx, name) }})
+	}
+	for _, fw := range []string{ipv6Name(firewallName(spec.base)), ipv6Name(internalHCFirewallName(spec.base, spec.cid, false))} {
+		p.Add(loadbalancers.Change{Action: loadbalancers.Delete, Kind: kindFirewall, Name: fw,
+			Apply: func(ctx context.Context) error { return d.firewall(ctx, fw) }})
 	}
 }
 

@@ -22,6 +22,13 @@ import (
 // ephemeral, until the rule is deleted (cloud-provider-gcp keeps a load
 // balancer's IP across a rule's recreation so). An address several rules
 // share cannot be deleted (400 resourceInUseByAnotherResource).
+//
+// An address with ipVersion IPV6 is INTERNAL, in an IPV4_IPV6 subnetwork,
+// and a /96 of its IPv6 /64 (prefixLength 96): the one address names, or
+// the next free one but the first. It is reported as GCE does, every group
+// written out and without its range ("fd20:1:2:3:0:1:0:0"), which is what
+// the filter address = "..." matches. Promotion and demotion work as for
+// IPv4, with an IPV6 forwarding rule's /96.
 
 // Addresses returns every address, sorted by region and name.
 func (s *Server) Addresses() []Address {
@@ -118,8 +125,16 @@ func (s *Server) registerAddresses() {
 			SelfLink:          path,
 			Status:            "RESERVED",
 		}
-		if a.IPVersion != "" && a.IPVersion != "IPV4" {
-			return errInvalidField("resource.ipVersion", a.IPVersion, "The fake supports IPV4 addresses only.")
+		v6 := a.IPVersion == "IPV6"
+		switch {
+		case a.IPVersion != "" && a.IPVersion != "IPV4" && !v6:
+			return errInvalidField("resource.ipVersion", a.IPVersion, "Must be IPV4 or IPV6.")
+		case v6 && a.AddressType != "INTERNAL":
+			return errInvalidField("resource.ipVersion", a.IPVersion, "The fake supports IPV6 for INTERNAL addresses only.")
+		case v6 && in.PrefixLength != 0 && in.PrefixLength != ipv6RangeBits:
+			return errInvalidField("resource.prefixLength", fmt.Sprint(in.PrefixLength), "An internal IPv6 address is a /96.")
+		case v6:
+			a.PrefixLength = ipv6RangeBits
 		}
 		var sn *subnetState
 		switch a.AddressType {
@@ -147,24 +162,38 @@ func (s *Server) registerAddresses() {
 					return errInvalidField("resource.subnetwork", in.Subnetwork, "The subnetwork must be in the address's region.")
 				}
 			}
+			if v6 {
+				if status, body := s.checkIPv6Subnet(sn); status != 0 {
+					return status, body
+				}
+			}
 			a.Subnetwork = s.subnetPath(sn)
 			a.Network = s.globalPath("networks", sn.Network)
 		default:
 			return errInvalidField("resource.addressType", a.AddressType, "Unknown address type.")
 		}
+		var want string // canonical, as usedIPs is keyed
 		if in.Address != "" {
 			ip, err := netip.ParseAddr(in.Address)
-			if err != nil || !ip.Is4() {
+			switch {
+			case v6 && (err != nil || !ip.Is6() || ip.Zone() != ""):
+				return errInvalidField("resource.address", in.Address, "Must be an IPv6 address, without its range.")
+			case v6:
+				if msg := ipv6RangeProblem(sn, ip); msg != "" {
+					return errInvalidField("resource.address", in.Address, msg)
+				}
+			case err == nil && ip.Is6():
+				return errInvalidField("resource.address", in.Address, familyMismatch(false))
+			case err != nil || !ip.Is4():
 				return errInvalidField("resource.address", in.Address, "Must be an IPv4 address.")
-			}
-			if sn != nil && !inSubnet(sn, in.Address) {
+			case sn != nil && !inSubnet(sn, in.Address):
 				return errInvalidField("resource.address", in.Address, fmt.Sprintf("The address is not in the range of subnetwork '%s'.", sn.Name))
 			}
-			if holder := s.usedIPs[in.Address]; holder != "" && seg(holder, -2) != "forwardingRules" {
+			want = ip.String()
+			if holder := s.usedIPs[want]; holder != "" && seg(holder, -2) != "forwardingRules" {
 				return newError(http.StatusBadRequest, "ipInUseByAnotherResource", fmt.Sprintf("IP '%s' is already being used by another resource.", in.Address))
 			}
 		}
-		want := in.Address
 		return s.insertLocked(c, "regions/"+region, "addresses", path, a.ID, func() *opError {
 			switch {
 			case want != "":
@@ -175,6 +204,12 @@ func (s *Server) registerAddresses() {
 				}
 				s.usedIPs[want] = path
 				a.Address = want
+			case v6:
+				ip, ok := s.allocIPv6Locked(sn, path)
+				if !ok {
+					return &opError{code: "IP_SPACE_EXHAUSTED", message: fmt.Sprintf("IPv6 space of '%s' is exhausted.", s.subnetPath(sn)), http: http.StatusBadRequest}
+				}
+				a.Address = ip
 			case sn != nil:
 				ip, ok := s.allocInternalLocked(sn, path)
 				if !ok {

@@ -13,8 +13,10 @@ import (
 // Firewalls (global/firewalls): insert, get, list, delete, update (PUT)
 // and patch. Defaults as the API documents them: network "default",
 // direction INGRESS, priority 1000, and for an INGRESS rule without
-// sources, sourceRanges 0.0.0.0/0 (for EGRESS, destinationRanges).
-// A rule has allowed or denied entries, not both.
+// sources, sourceRanges 0.0.0.0/0 (for EGRESS, destinationRanges); ::/0
+// when the other ranges are IPv6. A rule has allowed or denied entries,
+// not both, and as on GCE does not mix IPv4 and IPv6 ranges: in
+// sourceRanges, in destinationRanges, or between the two.
 
 // Firewalls returns every firewall, sorted by name.
 func (s *Server) Firewalls() []Firewall {
@@ -105,17 +107,17 @@ func (s *Server) normFirewallLocked(f *Firewall, hasPriority bool) (int, any) {
 	switch f.Direction {
 	case "INGRESS":
 		if len(f.SourceRanges) == 0 && len(f.SourceTags) == 0 && len(f.SourceServiceAccounts) == 0 {
-			f.SourceRanges = []string{"0.0.0.0/0"}
+			f.SourceRanges = []string{anyRange(f.DestinationRanges)}
 		}
 	case "EGRESS":
 		if len(f.SourceTags) > 0 {
 			return errInvalidField("resource.sourceTags", strings.Join(f.SourceTags, ","), "EGRESS rules cannot have source tags.")
 		}
 		if len(f.DestinationRanges) == 0 {
-			f.DestinationRanges = []string{"0.0.0.0/0"}
+			f.DestinationRanges = []string{anyRange(f.SourceRanges)}
 		}
 	}
-	return 0, nil
+	return checkRangeFamilies(f)
 }
 
 func (s *Server) registerFirewalls() {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/netip"
 	"regexp"
 	"slices"
 	"strconv"
@@ -31,6 +30,15 @@ import (
 // it is a static one and their protocols or ports do not overlap (INTERNAL
 // ones only with purpose SHARED_LOADBALANCER_VIP); otherwise the operation
 // fails with IP_IN_USE_BY_ANOTHER_RESOURCE.
+//
+// ipVersion IPV6 (GKE's dual-stack internal load balancer) is for INTERNAL
+// rules in an IPV4_IPV6 subnetwork; target pools are IPv4 only, and the
+// fake refuses IPv6 EXTERNAL rules. Such a rule holds a /96 of the
+// subnetwork's IPv6 /64: the next free one but the first when IPAddress
+// is empty, else the literal ("addr" or "addr/96") or an INTERNAL IPV6
+// Address of the subnetwork. Its IPAddress is reported as GCE does, every
+// group written out with its range: "fd20:1:2:3:0:1:0:0/96". An address
+// of the other family than ipVersion is refused.
 
 // ForwardingRules returns every forwarding rule, sorted by region and
 // name.
@@ -201,9 +209,10 @@ func (s *Server) insertForwardingRule(c *call) (int, any) {
 	if !slices.Contains(ipProtocols, f.IPProtocol) {
 		return errInvalidField("resource.IPProtocol", f.IPProtocol, "Unknown protocol.")
 	}
-	if f.IPVersion != "" && f.IPVersion != "IPV4" {
-		return errInvalidField("resource.ipVersion", f.IPVersion, "The fake supports IPV4 forwarding rules only.")
+	if f.IPVersion != "" && f.IPVersion != "IPV4" && f.IPVersion != "IPV6" {
+		return errInvalidField("resource.ipVersion", f.IPVersion, "Must be IPV4 or IPV6.")
 	}
+	v6 := f.IPVersion == "IPV6"
 
 	// Ports.
 	set := 0
@@ -242,6 +251,12 @@ func (s *Server) insertForwardingRule(c *call) (int, any) {
 		f.NetworkTier = cmp.Or(in.NetworkTier, "PREMIUM")
 		if !slices.Contains(networkTiers, f.NetworkTier) {
 			return errInvalidField("resource.networkTier", f.NetworkTier, "Unknown network tier.")
+		}
+		switch {
+		case v6 && in.Target != "":
+			return errInvalidField("resource.ipVersion", f.IPVersion, "Target pools support IPv4 only; an IPV6 rule needs a backendService.")
+		case v6:
+			return errInvalidField("resource.ipVersion", f.IPVersion, "The fake supports IPV6 for INTERNAL forwarding rules only.")
 		}
 		switch {
 		case in.Target != "" && in.BackendService != "":
@@ -325,6 +340,11 @@ func (s *Server) insertForwardingRule(c *call) (int, any) {
 				return errRequired("resource.subnetwork")
 			}
 		}
+		if v6 {
+			if status, body := s.checkIPv6Subnet(sn); status != 0 {
+				return status, body
+			}
+		}
 		f.Subnetwork = s.subnetPath(sn)
 		f.Network = s.globalPath("networks", sn.Network)
 	default:
@@ -334,15 +354,22 @@ func (s *Server) insertForwardingRule(c *call) (int, any) {
 	// The address: validate now, take it when the operation completes.
 	var want string // a specific address
 	if in.IPAddress != "" {
-		if ip, err := netip.ParseAddr(in.IPAddress); err == nil {
-			if !ip.Is4() {
-				return errInvalidField("resource.IPAddress", in.IPAddress, "The fake supports IPv4 addresses only.")
+		if ip, literal, msg := parseRuleIP(in.IPAddress); literal {
+			if msg != "" {
+				return errInvalidField("resource.IPAddress", in.IPAddress, msg)
+			}
+			if ip.Is6() != v6 {
+				return errInvalidField("resource.IPAddress", in.IPAddress, familyMismatch(v6))
 			}
 			want = ip.String()
 			a := s.addressByIPLocked(want)
 			switch {
 			case f.LoadBalancingScheme == "EXTERNAL" && (a == nil || a.AddressType != "EXTERNAL" || lastSeg(a.Region) != region):
 				return errInvalidField("resource.IPAddress", in.IPAddress, "The address is not reserved as an EXTERNAL address in this region.")
+			case v6:
+				if msg := ipv6RangeProblem(sn, ip); msg != "" {
+					return errInvalidField("resource.IPAddress", in.IPAddress, msg)
+				}
 			case f.LoadBalancingScheme == "INTERNAL" && !inSubnet(sn, want):
 				return errInvalidField("resource.IPAddress", in.IPAddress, fmt.Sprintf("The address is not in the range of subnetwork '%s'.", sn.Name))
 			}
@@ -355,6 +382,12 @@ func (s *Server) insertForwardingRule(c *call) (int, any) {
 			if seg(rel, 3) != region || a.AddressType != f.LoadBalancingScheme {
 				return errInvalidField("resource.IPAddress", in.IPAddress, fmt.Sprintf("The address must be a %s address in region '%s'.", f.LoadBalancingScheme, region))
 			}
+			if (a.IPVersion == "IPV6") != v6 {
+				return errInvalidField("resource.IPAddress", in.IPAddress, familyMismatch(v6))
+			}
+			if v6 && a.Subnetwork != f.Subnetwork {
+				return errInvalidField("resource.IPAddress", in.IPAddress, fmt.Sprintf("The address must be in subnetwork '%s'.", sn.Name))
+			}
 			want = a.Address
 		}
 		if a := s.addressByIPLocked(want); a != nil && a.AddressType == "EXTERNAL" && a.NetworkTier != f.NetworkTier {
@@ -366,9 +399,12 @@ func (s *Server) insertForwardingRule(c *call) (int, any) {
 		if want == "" {
 			var ip string
 			var ok bool
-			if sn != nil {
+			switch {
+			case v6:
+				ip, ok = s.allocIPv6Locked(sn, path)
+			case sn != nil:
 				ip, ok = s.allocInternalLocked(sn, path)
-			} else {
+			default:
 				ip, ok = s.allocExternalLocked(lbRanges, path)
 			}
 			if !ok {

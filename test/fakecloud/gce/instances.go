@@ -185,6 +185,12 @@ func (s *Server) AddInstance(in Instance) Instance {
 	default:
 		s.usedIPs[in.NatIP] = path
 	}
+	// nic0's IPv6 /96s are the instance's: an IPv6 rule must not get them.
+	for _, v6 := range []string{in.IPv6, in.InternalIPv6} {
+		if key := ipKey(v6); key != "" {
+			s.usedIPs[key] = path
+		}
+	}
 	if in.ID == 0 {
 		in.ID = s.newIDLocked()
 	}
@@ -275,6 +281,8 @@ func (s *Server) RemoveInstance(zone, name string) bool {
 	delete(s.instances, path)
 	s.releaseIPLocked(in.NetworkIP, path)
 	s.releaseIPLocked(in.NatIP, path)
+	s.releaseIPLocked(ipKey(in.IPv6), path)
+	s.releaseIPLocked(ipKey(in.InternalIPv6), path)
 	for _, g := range s.instanceGroups {
 		g.Members = slices.DeleteFunc(g.Members, func(m string) bool { return m == path })
 	}

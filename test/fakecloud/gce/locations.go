@@ -59,7 +59,10 @@ type Subnetwork struct {
 	// SecondaryRanges are alias ranges (pods, services).
 	SecondaryRanges []SecondaryRange
 	// StackType is IPV4_ONLY (the default) or IPV4_IPV6; IPv6 subnetworks
-	// have an ExternalIPv6Prefix or InternalIPv6Prefix.
+	// have an ExternalIPv6Prefix or InternalIPv6Prefix, a /64, by
+	// IPv6AccessType (default INTERNAL). An empty prefix gets a default
+	// from the id: in fd20::/20 (ULA, as GCE's) for INTERNAL, in
+	// 2001:db8::/32 for EXTERNAL.
 	StackType          string
 	IPv6AccessType     string // EXTERNAL or INTERNAL
 	ExternalIPv6Prefix string
@@ -75,6 +78,7 @@ type SecondaryRange struct {
 type subnetState struct {
 	Subnetwork
 	prefix  netip.Prefix
+	ipv6    netip.Prefix // the IPv6 /64; invalid for IPV4_ONLY
 	created time.Time
 }
 
@@ -158,8 +162,9 @@ func (s *Server) AddNetwork(n Network) Network {
 	return n
 }
 
-// AddSubnetwork adds a subnetwork and returns it as stored. It panics on a
-// bad range or an unknown region or network: mistakes in the calling test.
+// AddSubnetwork adds a subnetwork and returns it as stored, IPv6 defaults
+// filled. It panics on a bad range or IPv6 setting or an unknown region or
+// network: mistakes in the calling test.
 func (s *Server) AddSubnetwork(sn Subnetwork) Subnetwork {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -185,8 +190,12 @@ func (s *Server) AddSubnetwork(sn Subnetwork) Subnetwork {
 		sn.GatewayAddress = pfx.Addr().Next().String()
 	}
 	sn.StackType = cmp.Or(sn.StackType, "IPV4_ONLY")
+	v6, err := subnetIPv6(&sn)
+	if err != nil {
+		panic("gce fake: " + err.Error())
+	}
 	sn.SecondaryRanges = slices.Clone(sn.SecondaryRanges)
-	s.subnets[key] = &subnetState{Subnetwork: sn, prefix: pfx, created: s.now()}
+	s.subnets[key] = &subnetState{Subnetwork: sn, prefix: pfx, ipv6: v6, created: s.now()}
 	return sn
 }
 

@@ -123,7 +123,9 @@ func (h HealthCheck) render(base string) HealthCheck {
 }
 
 // ForwardingRule is a regional compute#forwardingRule. IPAddress is always
-// the address itself, as the API reports it whatever the client sent.
+// the address itself, as the API reports it whatever the client sent; for
+// an IPV6 rule in GCE's form, the /96 with every group written out
+// ("fd20:1:2:3:0:1:0:0/96"). Stored, it is netip's canonical form.
 type ForwardingRule struct {
 	Kind                string            `json:"kind"`
 	ID                  uint64            `json:"id,string"`
@@ -153,6 +155,9 @@ type ForwardingRule struct {
 }
 
 func (f ForwardingRule) render(base string) ForwardingRule {
+	if f.IPVersion == "IPV6" {
+		f.IPAddress = displayIP(f.IPAddress, true)
+	}
 	f.Region = link(base, f.Region)
 	f.Target = link(base, f.Target)
 	f.BackendService = link(base, f.BackendService)
@@ -166,7 +171,9 @@ func (f ForwardingRule) render(base string) ForwardingRule {
 }
 
 // Address is a regional compute#address (a static IP). Status and Users
-// are worked out from the forwarding rules using the address.
+// are worked out from the forwarding rules using the address. An IPV6
+// address is rendered with every group written out, without its range
+// (prefixLength has it); stored, it is netip's canonical form.
 type Address struct {
 	Kind              string            `json:"kind"`
 	ID                uint64            `json:"id,string"`
@@ -190,6 +197,9 @@ type Address struct {
 }
 
 func (a Address) render(base string) Address {
+	if a.IPVersion == "IPV6" {
+		a.Address = displayIP(a.Address, false)
+	}
 	a.Network = link(base, a.Network)
 	a.Subnetwork = link(base, a.Subnetwork)
 	a.Users = links(base, a.Users)
