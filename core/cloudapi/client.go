@@ -97,6 +97,7 @@ func (c *Client) Driver() string { return c.o.Driver }
 type callOptions struct {
 	notIdempotent bool
 	creates       bool
+	permission    bool
 }
 
 // CallOption changes how one call is made.
@@ -106,6 +107,13 @@ type CallOption func(*callOptions)
 // unknown (a create that may have happened). Only throttled attempts, which
 // the cloud did not process, are retried.
 func NotIdempotent() CallOption { return func(o *callOptions) { o.notIdempotent = true } }
+
+// ResourcePermission marks a call whose 401/403 speaks of a permission on
+// that one resource (one in another project, such as a Shared VPC host's
+// firewall rules) rather than of the credentials: the error is returned
+// as usual, but the credentials are not marked rejected, so the rest of
+// polyccm's work goes on and nothing logs a credential failure.
+func ResourcePermission() CallOption { return func(o *callOptions) { o.permission = true } }
 
 // Creates marks a call that makes a new resource. Under a context from
 // WithoutCreates it is not made, and Do returns ErrCreateSkipped.
@@ -188,7 +196,9 @@ func (c *Client) Do(ctx context.Context, op string, fn func(ctx context.Context)
 		last = &Error{Driver: c.o.Driver, Op: op, Kind: cl.Kind, Status: cl.Status, RetryAfter: cl.RetryAfter, Attempts: attempt, Err: err}
 		switch cl.Kind {
 		case KindUnauthorized:
-			c.setAuth(last, op)
+			if !co.permission {
+				c.setAuth(last, op)
+			}
 		case KindNotFound, KindInvalid:
 			// The cloud answered; the credentials work.
 			c.setAuth(nil, op)

@@ -553,6 +553,19 @@ func TestAuthError(t *testing.T) {
 	}
 }
 
+// A 403 on a call marked ResourcePermission is the caller's to handle: it
+// is returned, and the credentials are not marked rejected.
+func TestResourcePermissionLeavesCredentials(t *testing.T) {
+	c := newClient(t, func(o *cloudapi.Options) { o.MaxAttempts = 1 })
+	err := c.Do(context.Background(), "op", func(context.Context) error { return status(403) }, cloudapi.ResourcePermission())
+	if k := cloudapi.KindOf(err); k != cloudapi.KindUnauthorized {
+		t.Errorf("err = %v, want an unauthorized error returned", err)
+	}
+	if got := c.AuthError(); got != nil {
+		t.Errorf("AuthError = %v after a resource's 403, want none", got)
+	}
+}
+
 func TestRequestMetricOutcomes(t *testing.T) {
 	tests := []struct {
 		name string

@@ -148,10 +148,13 @@ func (d lbDeleter) backendService(ctx context.Context, name string, shared bool)
 }
 
 func (d lbDeleter) firewall(ctx context.Context, name string) error {
-	_, err := d.del(ctx, "firewalls.delete", "deleting firewall rule "+name, false, func(ctx context.Context, rid *string) (*compute.Operation, error) {
+	err := d.l.c.change(ctx, d.cl, "firewalls.delete", "deleting firewall rule "+name, func(ctx context.Context, rid *string) (*compute.Operation, error) {
 		return d.cl.firewalls.Delete(ctx, &computepb.DeleteFirewallRequest{RequestId: rid, Project: d.env.networkProject, Firewall: name})
-	})
-	return err
+	}, firewallOpts(d.env)...)
+	if err == nil || cloudapi.IsNotFound(err) {
+		return nil
+	}
+	return d.l.xpnFallback(d.env, d.spec, err, gcloudFirewallDelete(d.env, name))
 }
 
 // healthCheck deletes a global health check and then its firewall rule;

@@ -289,14 +289,16 @@ func firewallFor(env *environment, spec *lbSpec, name, ip string, v6 bool) *comp
 	return fw
 }
 
-func (l *loadBalancers) insertFirewall(ctx context.Context, cl *clients, env *environment, want *computepb.Firewall) error {
-	return l.c.change(ctx, cl, "firewalls.insert", "creating firewall rule "+want.GetName(), func(ctx context.Context, rid *string) (*compute.Operation, error) {
+func (l *loadBalancers) insertFirewall(ctx context.Context, cl *clients, env *environment, spec *lbSpec, want *computepb.Firewall) error {
+	err := l.c.change(ctx, cl, "firewalls.insert", "creating firewall rule "+want.GetName(), func(ctx context.Context, rid *string) (*compute.Operation, error) {
 		return cl.firewalls.Insert(ctx, &computepb.InsertFirewallRequest{RequestId: rid, Project: env.networkProject, FirewallResource: want})
-	})
+	}, firewallOpts(env)...)
+	return l.xpnFallback(env, spec, err, gcloudFirewallCreate(env, want))
 }
 
-func (l *loadBalancers) updateFirewall(ctx context.Context, cl *clients, env *environment, want *computepb.Firewall) error {
-	return l.c.change(ctx, cl, "firewalls.update", "updating firewall rule "+want.GetName(), func(ctx context.Context, rid *string) (*compute.Operation, error) {
+func (l *loadBalancers) updateFirewall(ctx context.Context, cl *clients, env *environment, spec *lbSpec, want *computepb.Firewall) error {
+	err := l.c.change(ctx, cl, "firewalls.update", "updating firewall rule "+want.GetName(), func(ctx context.Context, rid *string) (*compute.Operation, error) {
 		return cl.firewalls.Update(ctx, &computepb.UpdateFirewallRequest{RequestId: rid, Project: env.networkProject, Firewall: want.GetName(), FirewallResource: want})
-	})
+	}, firewallOpts(env)...)
+	return l.xpnFallback(env, spec, err, gcloudFirewallUpdate(env, want))
 }

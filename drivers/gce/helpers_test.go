@@ -56,6 +56,7 @@ const (
 	epFWDelete      = "DELETE /compute/v1/projects/{project}/global/firewalls/{firewall}"
 	epRoutesList    = "GET /compute/v1/projects/{project}/global/routes"
 	epRouteDelete   = "DELETE /compute/v1/projects/{project}/global/routes/{route}"
+	epAddrList      = "GET /compute/v1/projects/{project}/regions/{region}/addresses"
 )
 
 // env is the GCE driver built as the runner builds it (through the

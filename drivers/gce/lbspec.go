@@ -74,9 +74,10 @@ var LBAnnotations = annotations.NewSet(
 // lbSpec is the load balancer a Service asks for, with the names
 // cloud-provider-gcp gives its resources.
 type lbSpec struct {
-	service  string // namespace/name
-	base     string // forwarding rule, target pool, own backend service and health check
-	cid      string // cluster ID
+	obj      *v1.Service // for events
+	service  string      // namespace/name
+	base     string      // forwarding rule, target pool, own backend service and health check
+	cid      string      // cluster ID
 	internal bool
 	protocol string // TCP or UDP
 	ports    []int32
@@ -98,6 +99,9 @@ type lbSpec struct {
 	// staticNames are the addresses AnnIPAddresses names, looked up when
 	// observing.
 	staticNames []string
+	// ipHolder caches, for one sync, the reservation holding ip (nil: not
+	// looked up yet).
+	ipHolder *reservation
 	// Internal: the backend service, the Service's own or shared.
 	bsName       string
 	bsShared     bool
@@ -116,6 +120,7 @@ func lbName(svc *v1.Service) string { return loadbalancers.DefaultName(svc) }
 // problems go into a.
 func desiredLB(svc *v1.Service, a *annotations.Values, defaultSubnet, cid string) *lbSpec {
 	s := &lbSpec{
+		obj:          svc,
 		service:      svc.Namespace + "/" + svc.Name,
 		base:         lbName(svc),
 		cid:          cid,

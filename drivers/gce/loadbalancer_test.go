@@ -332,6 +332,12 @@ func TestStaticIP(t *testing.T) {
 	if a := e.address("web-ip"); a.Status != "IN_USE" {
 		t.Errorf("reserved address is %s, want IN_USE", a.Status)
 	}
+	// A steady sync does not look the address up: the rule holds it.
+	lists := e.calls(epAddrList)
+	e.mustEnsure(svc, nodes)
+	if n := e.calls(epAddrList) - lists; n != 0 {
+		t.Errorf("%d addresses.list calls in a steady sync, want none", n)
+	}
 
 	// A new address replaces the forwarding rule.
 	svc.Spec.LoadBalancerIP = ip2

@@ -32,6 +32,25 @@ func (t *tagCache) put(url string, tags []string) {
 	t.m[url] = slices.Clone(tags)
 }
 
+// retain drops the instances not in keep once the cache has grown well
+// past it (instances that are gone), so it stays about the cluster's size.
+func (t *tagCache) retain(keep map[string]bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.m) <= 2*len(keep)+tagCacheSlack {
+		return
+	}
+	for url := range t.m {
+		if !keep[url] {
+			delete(t.m, url)
+		}
+	}
+}
+
+// tagCacheSlack is how many instances beyond twice the nodes the cache
+// holds before it is pruned: small clusters never prune.
+const tagCacheSlack = 256
+
 func (t *tagCache) get(url string) ([]string, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -51,9 +70,12 @@ func (l *loadBalancers) targetTags(ctx context.Context, cl *clients, env *enviro
 		return env.nodeTags, nil
 	}
 	set := map[string]bool{}
+	seen := map[string]bool{}
+	defer func() { l.c.tags.retain(seen) }()
 	for _, zone := range slices.Sorted(maps.Keys(byZone)) {
 		for _, name := range byZone[zone] {
 			url := instanceURL(env.project, zone, name)
+			seen[url] = true
 			tags, ok := l.c.tags.get(url)
 			if !ok {
 				in, err := call(ctx, l.c, "instances.get", func(ctx context.Context) (*computepb.Instance, error) {

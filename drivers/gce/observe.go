@@ -120,14 +120,32 @@ func (l *loadBalancers) observe(ctx context.Context, cl *clients, env *environme
 	if err := l.observeIPv6(ctx, cl, env, spec, obs); err != nil {
 		return nil, err
 	}
-	if spec.ip != "" && (obs.addr == nil || obs.addr.GetAddress() != spec.ip) {
-		a, err := l.addressByIP(ctx, cl, env, spec.ip)
-		if err != nil {
-			return nil, err
+	// Whose reservation spec.ip is matters only for a rule to be made.
+	if spec.ip != "" && (obs.addr == nil || obs.addr.GetAddress() != spec.ip) && !ruleStays(env, spec, obs) {
+		if spec.ipHolder == nil {
+			a, err := l.addressByIP(ctx, cl, env, spec.ip)
+			if err != nil {
+				return nil, err
+			}
+			spec.ipHolder = &reservation{addr: a}
 		}
+		a := spec.ipHolder.addr
 		obs.userIP = a != nil && a.GetName() != spec.base
 	}
 	return obs, nil
+}
+
+// reservation is the reserved address holding an IP, nil when none does.
+type reservation struct{ addr *computepb.Address }
+
+// ruleStays reports whether the Service's IPv4 rule is kept as it is:
+// it holds the address asked for and nothing forces its replacement.
+func ruleStays(env *environment, spec *lbSpec, obs *observed) bool {
+	fr := obs.rule
+	if fr == nil || obs.switched || canonicalIP(fr.GetIPAddress()) != spec.ip || len(ruleFields(fr, wantRule(env, spec))) > 0 {
+		return false
+	}
+	return spec.internal || obs.pool == nil || !poolNeedsRecreate(obs.pool, spec)
 }
 
 // isNilPtr: a getter's "none" in an interface.

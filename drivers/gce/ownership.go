@@ -44,7 +44,11 @@ func (l *loadBalancers) checkAddress(ctx context.Context, cl *clients, env *envi
 	if err != nil {
 		return err
 	}
+	spec.ipHolder = &reservation{}
 	for _, a := range addrs {
+		if a.GetAddress() == spec.ip {
+			spec.ipHolder.addr = a
+		}
 		for _, u := range a.GetUsers() {
 			name := lastSegment(u)
 			if name == spec.base {

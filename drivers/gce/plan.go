@@ -256,8 +256,8 @@ func (l *loadBalancers) planFirewalls(p *lbPlan, cl *clients, env *environment, 
 			func() []loadbalancers.Field {
 				return loadbalancers.Diff(viewFirewall(cur, shared), viewFirewall(want, shared))
 			},
-			func(ctx context.Context) error { return l.insertFirewall(ctx, cl, env, build()) },
-			func(ctx context.Context) error { return l.updateFirewall(ctx, cl, env, build()) })
+			func(ctx context.Context) error { return l.insertFirewall(ctx, cl, env, spec, build()) },
+			func(ctx context.Context) error { return l.updateFirewall(ctx, cl, env, spec, build()) })
 	}
 }
 
