@@ -117,3 +117,44 @@ func TestBenchColdStart(t *testing.T) {
 		t.Errorf("table without the cold start row:\n%s", rep.table())
 	}
 }
+
+// TestBenchSteady runs the steady-state regime small: the refresh is
+// measured at a shortened period and the lifecycle monitor's lookups of
+// the NotReady Node are answered mostly from the cache, not one call per
+// check.
+func TestBenchSteady(t *testing.T) {
+	cluster.SkipIfNoBinaries(t)
+	o := options{
+		Driver: "digitalocean", Nodes: []int{20, 60}, Latency: 30 * time.Millisecond, LatencyMS: 30, Rate: 20, Burst: 40,
+		Creators: 20, Workers: 16, Timeout: 3 * time.Minute, Out: t.TempDir(), Quiet: !testing.Verbose(), NoCeiling: true,
+		Regimes: []string{regimeSteady}, SteadyPeriods: []time.Duration{10 * time.Second}, MonitorSettle: 5 * time.Second, MonitorWindow: 40 * time.Second,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rep, err := bench(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Runs) != 1 || rep.Runs[0].Nodes != 60 || rep.Runs[0].Steady == nil {
+		t.Fatalf("runs %+v, want one steady run at the largest size", rep.Runs)
+	}
+	s := rep.Runs[0].Steady
+	if len(s.StatusPeriods) != 1 || s.StatusPeriods[0].Waves != 2 || s.NotReadyNodes != 1 {
+		t.Errorf("steady %+v: want one refresh period of 2 waves and 1 NotReady Node", s)
+	}
+	// 8 checks of the NotReady Node in 40 s, each an existence and a
+	// shutdown question: uncached that is 16 calls; the 30 s cache
+	// answers all but one or two lookups.
+	if n := total(s.MonitorCloudCalls); n < 1 || n > 4 {
+		t.Errorf("%d cloud calls for the lifecycle monitor in 40 s (%v): want 1 to 4", n, s.MonitorCloudCalls)
+	}
+	if s.CallsPerNodePerHour <= 0 || s.CallsPerHour != round3(s.CallsPerStatusWave*12+s.MonitorCallsPerHour) {
+		t.Errorf("calls per hour %.3f (per Node %.4f) do not add up from %+v", s.CallsPerHour, s.CallsPerNodePerHour, s)
+	}
+	if tab := rep.table(); !strings.Contains(tab, "| steady | 60 |") {
+		t.Errorf("table without the steady row:\n%s", tab)
+	}
+	if svg := rep.steadyChart(); !strings.Contains(svg, "<svg") || strings.Count(svg, "<rect") != 4 {
+		t.Errorf("steady chart: want an SVG with three bars:\n%s", svg)
+	}
+}

@@ -48,6 +48,11 @@ type options struct {
 	Keep       bool          `json:"-"`
 	// Regimes are what is measured, in order (regimeJoinStorm when none).
 	Regimes []string `json:"regimes"`
+	// The steady state's shortened status periods, and its monitor
+	// window and the wait before it (steady.go).
+	SteadyPeriods []time.Duration `json:"steadyStatusPeriods"`
+	MonitorSettle time.Duration   `json:"monitorSettle"`
+	MonitorWindow time.Duration   `json:"monitorWindow"`
 }
 
 // The regimes (docs/performance.md).
@@ -59,9 +64,13 @@ const (
 	// a control-plane upgrade) when polyccm starts; then polyccm restarts
 	// over the initialized Nodes.
 	regimeColdStart = "coldstart"
+	// regimeSteady: N initialized Nodes left alone, 1% NotReady; cloud
+	// calls per Node per hour at the default periods. Measured at the
+	// largest size only: it takes minutes whatever N is.
+	regimeSteady = "steady"
 )
 
-var regimes = []string{regimeJoinStorm, regimeColdStart}
+var regimes = []string{regimeJoinStorm, regimeColdStart, regimeSteady}
 
 type envList []string
 
@@ -90,6 +99,9 @@ func main() {
 	flag.BoolVar(&o.NoCeiling, "no-ceiling", false, "skip the bare-client ceiling runs")
 	flag.Var(&env, "env", "a polyccm config override for the run, POLYCCM_SECTION__KEY=VALUE (repeatable)")
 	flag.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
+	periods := flag.String("steady-periods", "40s,80s", "steady state: the shortened status periods the refresh is measured at (scaled to the default 5m)")
+	flag.DurationVar(&o.MonitorSettle, "steady-settle", 45*time.Second, "steady state: how long after polyccm leads the monitor window opens (past the start's refresh and the cache's expiry)")
+	flag.DurationVar(&o.MonitorWindow, "steady-window", 2*time.Minute, "steady state: how long the lifecycle monitor's calls are counted")
 	flag.BoolVar(&o.Keep, "keep", false, "keep the work files (configs, polyccm's and the apiserver's logs, audit logs)")
 	regimeList := flag.String("regimes", envOr("BENCH_REGIMES", strings.Join(regimes, ",")), "what to measure, comma-separated: "+strings.Join(regimes, ", ")+" (default $BENCH_REGIMES)")
 	flag.Parse()
@@ -100,6 +112,13 @@ func main() {
 		o.Regimes = append(o.Regimes, strings.TrimSpace(r))
 	}
 	o.PolyccmEnv = env
+	for f := range strings.SplitSeq(*periods, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil || d < time.Second {
+			fail(fmt.Errorf("-steady-periods %q: want durations of a second or more separated by commas, e.g. 40s,80s", *periods))
+		}
+		o.SteadyPeriods = append(o.SteadyPeriods, d)
+	}
 	o.LatencyMS = float64(o.Latency) / float64(time.Millisecond)
 	var err error
 	if o.Nodes, err = parseSizes(nodes); err != nil {
@@ -167,7 +186,11 @@ func bench(ctx context.Context, o options) (*report, error) {
 		o.Regimes = []string{regimeJoinStorm}
 	}
 	for _, regime := range o.Regimes {
-		for _, n := range o.Nodes {
+		sizes := o.Nodes
+		if regime == regimeSteady {
+			sizes = []int{slices.Max(o.Nodes)}
+		}
+		for _, n := range sizes {
 			r, err := runSize(ctx, o, regime, bin, filepath.Join(dir, fmt.Sprintf("%s-n%d", regime, n)), n)
 			if err != nil {
 				return rep, fmt.Errorf("%s N=%d: %w\n(files of the run, with polyccm's and kube-apiserver's logs, stay in %s)", regime, n, err, dir)

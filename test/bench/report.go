@@ -74,6 +74,9 @@ type sizeResult struct {
 	// Restart is polyccm started again over the initialized Nodes (cold
 	// start regime only).
 	Restart *restartResult `json:"restart,omitempty"`
+	// Steady is the steady-state regime's result; the fields above are
+	// empty for it.
+	Steady *steadyResult `json:"steady,omitempty"`
 }
 
 // restartResult is a restart over initialized Nodes.
@@ -88,6 +91,10 @@ type restartResult struct {
 }
 
 func (r *sizeResult) summary() string {
+	if s := r.Steady; s != nil {
+		return fmt.Sprintf("%.1f cloud calls per refresh of every Node, %.0f an hour for the lifecycle monitor (%d NotReady): %.0f calls an hour at the default periods, %.4f per Node per hour (target %g; a per-cloud CCM makes %.0f); %d throttled",
+			s.CallsPerStatusWave, s.MonitorCallsPerHour, s.NotReadyNodes, s.CallsPerHour, s.CallsPerNodePerHour, steadyTarget, s.UpstreamCallsPerNodePerHour, s.Throttled)
+	}
 	s := fmt.Sprintf("all initialized in %.1fs (per node p50 %.2fs p99 %.2fs max %.2fs); %.3f cloud calls/node, %d throttled; %.1f apiserver requests/node; peak RSS %s (heap and stacks %s); %.1f CPU-s",
 		r.TotalSeconds, r.PerNode.P50, r.PerNode.P99, r.PerNode.Max, r.CloudCallsPerNode, r.Throttled, r.APIRequestsPerNode, mib(r.PeakRSSBytes), mib(r.PeakAnonBytes), r.CPUSeconds)
 	if r.Ceiling != nil {
@@ -115,6 +122,11 @@ func (rep *report) write(dir string) error {
 	if err := os.WriteFile(base+".svg", []byte(rep.chart()), 0o644); err != nil {
 		return err
 	}
+	if svg := rep.steadyChart(); svg != "" {
+		if err := os.WriteFile(base+"-steady.svg", []byte(svg), 0o644); err != nil {
+			return err
+		}
+	}
 	fmt.Println(rep.table())
 	fmt.Printf("Wrote %s.json and %s.svg\n", base, base)
 	return nil
@@ -130,6 +142,9 @@ func (rep *report) table() string {
 	b.WriteString("| regime | nodes | all initialized (s) | per node p50 / p99 / max (s) | cloud calls / node | throttled | apiserver requests / node | peak RSS (anon) | CPU (s) | nodes/s | bare client nodes/s | of ceiling |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rep.Runs {
+		if r.Steady != nil {
+			continue
+		}
 		ceil, frac := "-", "-"
 		if r.Ceiling != nil {
 			ceil, frac = fmt.Sprintf("%.0f", r.Ceiling.NodesPerSecond), fmt.Sprintf("%.0f%%", 100*r.FractionOfCeiling)
@@ -138,7 +153,11 @@ func (rep *report) table() string {
 			cmp.Or(r.Regime, regimeJoinStorm), r.Nodes, r.TotalSeconds, r.PerNode.P50, r.PerNode.P99, r.PerNode.Max, r.CloudCallsPerNode, r.Throttled,
 			r.APIRequestsPerNode, mib(r.PeakRSSBytes), mib(r.PeakAnonBytes), r.CPUSeconds, r.NodesPerSecond, ceil, frac)
 	}
+	b.WriteString(rep.steadyTable())
 	for _, r := range rep.Runs {
+		if r.Steady != nil {
+			continue
+		}
 		fmt.Fprintf(&b, "\n%s N=%d cloud calls: %s", cmp.Or(r.Regime, regimeJoinStorm), r.Nodes, formatCounts(r.CloudCalls))
 		fmt.Fprintf(&b, "\n%s N=%d apiserver requests: %s", cmp.Or(r.Regime, regimeJoinStorm), r.Nodes, formatCounts(r.APIRequests))
 		if r.Restart != nil {
@@ -179,7 +198,13 @@ func (rep *report) chart() string {
 	)
 	pw, ph := float64(width-left-right), float64(height-top-bott)
 	maxT := 1.0
+	var runs []*sizeResult
 	for _, r := range rep.Runs {
+		if r.Steady == nil {
+			runs = append(runs, r)
+		}
+	}
+	for _, r := range runs {
 		maxT = math.Max(maxT, r.TotalSeconds)
 		if r.Ceiling != nil {
 			maxT = math.Max(maxT, r.Ceiling.TotalSeconds)
@@ -219,7 +244,7 @@ func (rep *report) chart() string {
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", color, dash, strings.Join(pts, " "))
 	}
 	ly := top + 8
-	for i, r := range rep.Runs {
+	for i, r := range runs {
 		c := colors[i%len(colors)]
 		line(r.Curve, r.Nodes, c, "")
 		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/><text x="%d" y="%d">polyccm, %s N=%d</text>`+"\n",

@@ -26,42 +26,80 @@ import (
 // clusterName is polyccm's clusterName in the bench.
 const clusterName = "bench"
 
-// runSize measures one cluster size on a control plane and cloud of its
-// own, so that sizes do not share caches or etcd history.
-func runSize(ctx context.Context, o options, regime, bin, dir string, n int) (*sizeResult, error) {
+// stage is one size's control plane and simulated cloud, with the
+// cloud's instances, and how polyccm is started on them.
+type stage struct {
+	cp       *harness.ControlPlane
+	cloud    simcloud.Cloud
+	nodes    []simcloud.Node
+	ccmOpts  harness.CCMOptions
+	auditLog string
+}
+
+// newStage starts a control plane and a cloud of n instances for one
+// size, so that sizes do not share caches or etcd history; close stops
+// them.
+func newStage(ctx context.Context, o options, bin, dir string, n int) (st *stage, close func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	progressf(o, "N=%d: starting etcd and kube-apiserver (auditing polyccm's requests)", n)
-	auditLog := filepath.Join(dir, "audit.jsonl")
+	st = &stage{auditLog: filepath.Join(dir, "audit.jsonl")}
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	if err := os.WriteFile(policy, []byte(auditPolicy(harness.PolyccmUser)), 0o644); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	cp, err := harness.StartControlPlane(ctx, cluster.Options{
+	st.cp, err = harness.StartControlPlane(ctx, cluster.Options{
 		Dir: filepath.Join(dir, "cluster"),
 		ExtraAPIServerArgs: []string{
-			"--audit-policy-file=" + policy, "--audit-log-path=" + auditLog, "--audit-log-format=json",
+			"--audit-policy-file=" + policy, "--audit-log-path=" + st.auditLog, "--audit-log-format=json",
 			"--audit-log-mode=batch", "--audit-log-batch-max-wait=1s", "--audit-log-maxsize=0",
 		},
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer cp.Stop()
-
 	// Fast: the benchmark measures polyccm against one account-wide rate
 	// limit it sets itself (below); the cloud's own buckets and delays
 	// would measure the fake's knobs instead.
-	cloud, err := simcloud.New(o.Driver, simcloud.Options{ClusterName: clusterName, Latency: o.Latency, Profile: &simcloud.Fast})
+	st.cloud, err = simcloud.New(o.Driver, simcloud.Options{ClusterName: clusterName, Latency: o.Latency, Profile: &simcloud.Fast})
+	if err != nil {
+		st.cp.Stop()
+		return nil, nil, err
+	}
+	close = func() { st.cloud.Close(); st.cp.Stop() }
+	st.nodes = st.cloud.AddInstances(n)
+	// The rate limit starts now, with a full bucket: polyccm has it all.
+	st.cloud.Faults().SetRateLimit(o.Rate, o.Burst)
+	port, err := harness.FreePort()
+	if err != nil {
+		close()
+		return nil, nil, err
+	}
+	block, err := st.cloud.ConfigBlock(dir)
+	if err != nil {
+		close()
+		return nil, nil, err
+	}
+	st.ccmOpts = harness.CCMOptions{
+		Bin: bin, Dir: dir, Port: port,
+		Config: polyccmConfig(o.Driver, st.cp.PolyccmKubeconfig, port, block),
+		Env:    append(st.cloud.Env(dir), o.PolyccmEnv...),
+	}
+	return st, close, nil
+}
+
+// runSize measures one cluster size in one regime on a stage of its own.
+func runSize(ctx context.Context, o options, regime, bin, dir string, n int) (*sizeResult, error) {
+	st, closeStage, err := newStage(ctx, o, bin, dir, n)
 	if err != nil {
 		return nil, err
 	}
-	defer cloud.Close()
-	nodes := cloud.AddInstances(n)
-	// The rate limit starts now, with a full bucket: polyccm has it all.
-	cloud.Faults().SetRateLimit(o.Rate, o.Burst)
-
+	defer closeStage()
+	if regime == regimeSteady {
+		return steady(ctx, o, st, n)
+	}
+	cp, cloud, nodes, ccmOpts, auditLog := st.cp, st.cloud, st.nodes, st.ccmOpts, st.auditLog
 	w := newInitWatch(nodes)
 	cold := regime == regimeColdStart
 	if cold {
@@ -73,19 +111,6 @@ func runSize(ctx context.Context, o options, regime, bin, dir string, n int) (*s
 		}
 	}
 
-	port, err := harness.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	block, err := cloud.ConfigBlock(dir)
-	if err != nil {
-		return nil, err
-	}
-	ccmOpts := harness.CCMOptions{
-		Bin: bin, Dir: dir, Port: port,
-		Config: polyccmConfig(o.Driver, cp.PolyccmKubeconfig, port, block),
-		Env:    append(cloud.Env(dir), o.PolyccmEnv...),
-	}
 	calls0 := cloud.Faults().Calls()
 	throttled0 := cloud.Faults().Throttled()
 	t0 := time.Now() // cold start: from polyccm's start
