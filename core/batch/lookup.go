@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -69,6 +70,53 @@ type Lookup[K comparable, V any] struct {
 	o       LookupOptions[K, V]
 	cache   *Cache[K, V]
 	batcher *Batcher[K, Result[V]]
+	misses  missLog
+}
+
+// missLog counts the keys that went to the source over the last cache TTL:
+// the demand a source prices a full listing against. When a refresh of
+// every Node comes round (the node controller's, a few keys at a time),
+// its first batches show the rest are coming: the cache entries a listing
+// made expire together.
+type missLog struct {
+	mu      sync.Mutex
+	batches []missBatch
+}
+
+type missBatch struct {
+	at   time.Time
+	keys int
+}
+
+// record adds n keys missed at now and returns those missed in the ttl
+// before.
+func (m *missLog) record(now time.Time, ttl time.Duration, n int) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i := 0
+	for i < len(m.batches) && now.Sub(m.batches[i].at) > ttl {
+		i++
+	}
+	m.batches = m.batches[i:]
+	recent := 0
+	for _, b := range m.batches {
+		recent += b.keys
+	}
+	if ttl > 0 {
+		m.batches = append(m.batches, missBatch{now, n})
+	}
+	return recent
+}
+
+type recentKey struct{}
+
+// Expected is, inside a Source, how many other keys the batch's answer is
+// likely to serve too: those waiting behind the batch (Waiting) and those
+// that went to the source within the last cache TTL, whose neighbours a
+// full listing would bring into the cache before they are asked for.
+func Expected(ctx context.Context) int {
+	n, _ := ctx.Value(recentKey{}).(int)
+	return Waiting(ctx) + n
 }
 
 // NewLookup returns a Lookup over src.
@@ -119,7 +167,8 @@ func (l *Lookup[K, V]) fetch(ctx context.Context, keys []K) ([]Result[V], error)
 	if len(ask) == 0 {
 		return results, nil
 	}
-	fetched, err := l.fetchSource(ctx, ask)
+	recent := l.misses.record(time.Now(), l.o.CacheTTL, len(ask))
+	fetched, err := l.fetchSource(context.WithValue(ctx, recentKey{}, recent), ask)
 	if err != nil {
 		return nil, err
 	}

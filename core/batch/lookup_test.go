@@ -341,3 +341,39 @@ func TestLookupForget(t *testing.T) {
 		t.Errorf("%d source calls, want 2", n)
 	}
 }
+
+// A source is told how many keys went to it lately (within the cache TTL):
+// a refresh of every Node arrives a few keys a batch, and its first
+// batches show the rest are coming. Without a cache there is nothing a
+// listing would keep, so nothing is counted.
+func TestLookupExpectedCountsRecentMisses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ttl  time.Duration
+		want []int
+	}{
+		{"cached", time.Hour, []int{0, 1, 2, 3}},
+		{"no cache", 0, []int{0, 0, 0, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []int
+			f := &fakeSource{answer: found}
+			src := func(ctx context.Context, keys []string) (batch.Answer[*thing], error) {
+				got = append(got, batch.Expected(ctx))
+				return f.lookup(ctx, keys)
+			}
+			l := batch.NewLookup(src, batch.LookupOptions[string, *thing]{
+				Driver: "fake", Kind: "thing", CacheTTL: tc.ttl, IsNotFound: isGone,
+				Keys: func(t *thing) []string { return nil },
+			})
+			for _, k := range []string{"a", "b", "c", "d"} {
+				if _, err := l.Get(context.Background(), k); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("Expected in the source = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

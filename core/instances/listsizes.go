@@ -29,13 +29,14 @@ func (l *ListSizes) Set(scope string, n int) {
 }
 
 // PreferFullFor is PreferFull for a batch of batchKeys keys whose
-// filtered listings in scope take filteredCalls, when more keys wait
-// behind it (batch.Waiting): they would take filtered calls at the same
-// rate, and one full listing answers them too. After a cache expiry,
-// thousands of lookups arrive at once: priced batch by batch, each would
-// choose one filtered call over a listing, 25 calls where 5 pages do.
+// filtered listings in scope take filteredCalls, when more keys are
+// expected (batch.Expected: waiting behind it, or asked for lately): they
+// would take filtered calls at the same rate, and one full listing
+// answers them too. When a refresh of every Node comes round, a few keys
+// a batch, each batch priced alone would choose one filtered call over a
+// listing: 250 calls where 5 pages do.
 func (l *ListSizes) PreferFullFor(ctx context.Context, scope string, filteredCalls, batchKeys, pageSize int) bool {
-	if w := batch.Waiting(ctx); w > 0 && batchKeys > 0 && filteredCalls > 0 {
+	if w := batch.Expected(ctx); w > 0 && batchKeys > 0 && filteredCalls > 0 {
 		filteredCalls = (filteredCalls*(batchKeys+w) + batchKeys - 1) / batchKeys
 	}
 	return l.PreferFull(scope, filteredCalls, pageSize)

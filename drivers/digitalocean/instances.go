@@ -10,6 +10,7 @@ import (
 	"github.com/digitalocean/godo"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/polyccm/polyccm/core/batch"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/instances"
 )
@@ -67,8 +68,10 @@ func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (inst
 		return instances.Answer{Results: results}, nil
 	}
 
+	// A GET per droplet, or a listing page per 200: the listing also
+	// answers the keys expected next (batch.Expected), through the cache.
 	pages := (int(c.lastTotal.Load()) + perPage - 1) / perPage
-	if !byName && pages > 0 && nIDs < pages {
+	if !byName && pages > 0 && nIDs+batch.Expected(ctx) < pages {
 		c.getEach(ctx, ids, results)
 		return instances.Answer{Results: results}, nil
 	}

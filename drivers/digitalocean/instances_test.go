@@ -443,6 +443,35 @@ func TestLookupPrefersGetsWhenCheaper(t *testing.T) {
 	}
 }
 
+// When the cache expires and a refresh of every Node comes round one Node
+// at a time (the node controller's workers), the first lookups are GETs;
+// once the lookups made lately outnumber the listing's pages, one listing
+// answers the rest through the cache: not a GET per droplet.
+func TestRefreshOfEveryNodeEndsInAListing(t *testing.T) {
+	f := startFake(t)
+	var ids []int
+	for i := 0; i < 450; i++ {
+		ids = append(ids, f.AddDroplet(fake.Droplet{Name: fmt.Sprintf("n-%03d", i)}).ID)
+	}
+	const ttl = 2 * time.Second
+	in := instances.New(newSource(t, f.URL(), inline(testToken)), instances.Options{Driver: digitalocean.Name, BatchWindow: time.Millisecond, BatchSize: 200, CacheTTL: ttl})
+	get := func(id int) {
+		t.Helper()
+		if got, err := in.Lookup(context.Background(), byID(id)); err != nil || got == nil {
+			t.Fatalf("lookup of %d: %v %v", id, got, err)
+		}
+	}
+	get(ids[0]) // learns the account's size: a listing
+	time.Sleep(ttl + 500*time.Millisecond)
+	f.Faults().Reset()
+	for _, id := range ids {
+		get(id)
+	}
+	if l, g := f.Faults().CallCount(listCalls), f.Faults().CallCount(getCalls); l != 3 || g != 2 {
+		t.Errorf("%d list calls and %d GETs for a refresh of 450 droplets one at a time, want 3 pages after 2 GETs", l, g)
+	}
+}
+
 func TestLookupListingFails(t *testing.T) {
 	f := startFake(t)
 	d := f.AddDroplet(fake.Droplet{Name: "n"})

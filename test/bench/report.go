@@ -139,8 +139,16 @@ func (rep *report) table() string {
 	o := rep.Options
 	fmt.Fprintf(&b, "\npolyccm %s, driver %s, cloud latency %gms, cloud rate limit %g/s burst %d, %d CPUs\n\n",
 		rep.PolyccmVersion, o.Driver, o.LatencyMS, o.Rate, o.Burst, rep.Machine.CPUs)
-	b.WriteString("| regime | nodes | all initialized (s) | per node p50 / p99 / max (s) | cloud calls / node | throttled | apiserver requests / node | peak RSS (anon) | CPU (s) | nodes/s | bare client nodes/s | of ceiling |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	initRuns := 0
+	for _, r := range rep.Runs {
+		if r.Steady == nil {
+			initRuns++
+		}
+	}
+	if initRuns > 0 {
+		b.WriteString("| regime | nodes | all initialized (s) | per node p50 / p99 / max (s) | cloud calls / node | throttled | apiserver requests / node | peak RSS (anon) | CPU (s) | nodes/s | bare client nodes/s | of ceiling |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	}
 	for _, r := range rep.Runs {
 		if r.Steady != nil {
 			continue
