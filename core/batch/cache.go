@@ -11,6 +11,8 @@ import (
 // TTL of 0 or less turns it off.
 type Cache[K comparable, V any] struct {
 	ttl time.Duration
+	// keep is how long entries are kept for GetWithin: at least ttl.
+	keep time.Duration
 
 	mu        sync.RWMutex
 	entries   map[K]cached[V]
@@ -24,11 +26,22 @@ type cached[V any] struct {
 
 // NewCache returns a cache whose entries live for ttl.
 func NewCache[K comparable, V any](ttl time.Duration) *Cache[K, V] {
-	return &Cache[K, V]{ttl: ttl, entries: map[K]cached[V]{}}
+	return NewCacheKeeping[K, V](ttl, ttl)
+}
+
+// NewCacheKeeping returns a cache whose entries live for ttl, and are kept
+// for keep (no less than ttl) for the callers of GetWithin that accept
+// older answers. A ttl of 0 or less turns it off.
+func NewCacheKeeping[K comparable, V any](ttl, keep time.Duration) *Cache[K, V] {
+	return &Cache[K, V]{ttl: ttl, keep: max(ttl, keep), entries: map[K]cached[V]{}}
 }
 
 // Get returns the value stored for k within the TTL.
-func (c *Cache[K, V]) Get(k K) (V, bool) {
+func (c *Cache[K, V]) Get(k K) (V, bool) { return c.GetWithin(k, c.ttl) }
+
+// GetWithin returns the value stored for k if it was learnt within age
+// (at most the cache's keep).
+func (c *Cache[K, V]) GetWithin(k K, age time.Duration) (V, bool) {
 	var zero V
 	if c.ttl <= 0 {
 		return zero, false
@@ -36,7 +49,7 @@ func (c *Cache[K, V]) Get(k K) (V, bool) {
 	c.mu.RLock()
 	e, ok := c.entries[k]
 	c.mu.RUnlock()
-	if !ok || time.Since(e.at) > c.ttl {
+	if !ok || time.Since(e.at) > min(age, c.keep) {
 		return zero, false
 	}
 	return e.v, true
@@ -57,7 +70,7 @@ func (c *Cache[K, V]) Put(k K, v V, now time.Time) {
 	}
 	c.lastSweep = now
 	for k, e := range c.entries {
-		if now.Sub(e.at) > c.ttl {
+		if now.Sub(e.at) > c.keep {
 			delete(c.entries, k)
 		}
 	}

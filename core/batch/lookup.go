@@ -39,6 +39,9 @@ type LookupOptions[K comparable, V any] struct {
 	// CacheTTL is how long answers are remembered; 0 or less turns the
 	// cache off.
 	CacheTTL time.Duration
+	// Keep is how long answers are kept for GetWithin, if longer than
+	// CacheTTL.
+	Keep time.Duration
 	// IsNotFound says whether a per-key error means a definitive "does not
 	// exist".
 	IsNotFound func(error) bool
@@ -145,7 +148,7 @@ func NewLookup[K comparable, V any](src Source[K, V], o LookupOptions[K, V]) *Lo
 	if o.Batch.MaxInFlight == 0 {
 		o.Batch.MaxInFlight = 1
 	}
-	l := &Lookup[K, V]{src: src, o: o, cache: NewCache[K, V](o.CacheTTL)}
+	l := &Lookup[K, V]{src: src, o: o, cache: NewCacheKeeping[K, V](o.CacheTTL, o.Keep)}
 	l.batcher = New(l.fetch, o.Batch)
 	return l
 }
@@ -224,11 +227,23 @@ func (l *Lookup[K, V]) putKeys(v V, now time.Time) {
 // Get returns the value behind key; a zero value with a nil error means it
 // definitively does not exist.
 func (l *Lookup[K, V]) Get(ctx context.Context, key K) (V, error) {
-	if v, ok := l.cache.Get(l.o.CacheKey(key)); ok {
+	return l.GetWithin(ctx, key, l.o.CacheTTL)
+}
+
+// GetWithin is Get for a caller that accepts an answer learnt within age
+// (up to Keep), or asks for a fresher one than the TTL gives.
+func (l *Lookup[K, V]) GetWithin(ctx context.Context, key K, age time.Duration) (V, error) {
+	ck := l.o.CacheKey(key)
+	if v, ok := l.cache.GetWithin(ck, age); ok {
 		if l.o.OnHit != nil {
 			l.o.OnHit()
 		}
 		return v, nil
+	}
+	if age < l.o.CacheTTL {
+		// Fresher than the cache would give: the batch must not answer
+		// it from there.
+		l.cache.Forget(ck)
 	}
 	if l.o.OnMiss != nil {
 		l.o.OnMiss()

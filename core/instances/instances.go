@@ -99,7 +99,17 @@ type Options struct {
 type Instances struct {
 	driver string
 	lookup *batch.Lookup[Key, *Instance]
+	ttl    time.Duration
 }
+
+// NotReadyRecheck is how old an answer about a NotReady Node's instance may
+// be, once it was learnt after the Node went NotReady. The lifecycle
+// controller asks about every NotReady Node every few seconds: the first
+// question after the Node turns NotReady goes to the cloud (so a deleted or
+// stopped instance is seen at once), later ones are answered from what
+// that learnt for this long. A Node NotReady for hours (a broken kubelet)
+// costs a lookup per NotReadyRecheck, not one per cache TTL.
+const NotReadyRecheck = 5 * time.Minute
 
 var _ cloudprovider.InstancesV2 = (*Instances)(nil)
 
@@ -107,6 +117,7 @@ var _ cloudprovider.InstancesV2 = (*Instances)(nil)
 func New(src Source, o Options) *Instances {
 	return &Instances{
 		driver: o.Driver,
+		ttl:    o.CacheTTL,
 		lookup: batch.NewLookup(sourceOf(src), batch.LookupOptions[Key, *Instance]{
 			Driver: o.Driver,
 			Kind:   "instance",
@@ -116,6 +127,7 @@ func New(src Source, o Options) *Instances {
 				Timeout: o.Timeout,
 			},
 			CacheTTL:   o.CacheTTL,
+			Keep:       NotReadyRecheck,
 			IsNotFound: IsNotFound,
 			Keys:       identities,
 			// Answers are indexed by the instance's own identities too, so
@@ -197,10 +209,27 @@ func (in *Instances) lookupNode(ctx context.Context, node *v1.Node) (*Instance, 
 	return inst, nil
 }
 
+// lifecycleLookup is the lookup the node lifecycle controller's questions
+// make: for a Node that is not Ready, an answer learnt since it stopped
+// being Ready, kept up to NotReadyRecheck; else as any lookup.
+func (in *Instances) lifecycleLookup(ctx context.Context, node *v1.Node) (*Instance, error) {
+	age := in.ttl
+	for _, c := range node.Status.Conditions {
+		if c.Type == v1.NodeReady && c.Status != v1.ConditionTrue && !c.LastTransitionTime.IsZero() && in.ttl > 0 {
+			age = min(max(time.Since(c.LastTransitionTime.Time), 0), max(NotReadyRecheck, in.ttl))
+		}
+	}
+	inst, err := in.lookup.GetWithin(ctx, keyOf(node), age)
+	if err != nil {
+		return nil, fmt.Errorf("looking up the %s instance of node %q: %w", in.driver, node.Name, err)
+	}
+	return inst, nil
+}
+
 // InstanceExists is false only on a definitive not-found; any doubt is an
 // error, so the node lifecycle controller never deletes a Node on it.
 func (in *Instances) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
-	inst, err := in.lookupNode(ctx, node)
+	inst, err := in.lifecycleLookup(ctx, node)
 	if err != nil {
 		return false, err
 	}
@@ -209,7 +238,7 @@ func (in *Instances) InstanceExists(ctx context.Context, node *v1.Node) (bool, e
 
 // InstanceShutdown reports whether the node's instance is stopped.
 func (in *Instances) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
-	inst, err := in.lookupNode(ctx, node)
+	inst, err := in.lifecycleLookup(ctx, node)
 	if err != nil {
 		return false, err
 	}

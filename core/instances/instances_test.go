@@ -541,3 +541,44 @@ func BenchmarkInstancesCacheHit(b *testing.B) {
 		b.Errorf("%d Source calls, want %d (all hits)", c, n)
 	}
 }
+
+// withReady gives n a Ready condition of status s that changed at t.
+func withReady(n *v1.Node, s v1.ConditionStatus, t time.Time) *v1.Node {
+	n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: s, LastTransitionTime: metav1.NewTime(t)}}
+	return n
+}
+
+// The lifecycle controller's questions about a NotReady Node: the first
+// after the Node stopped being Ready goes to the cloud whatever the cache
+// holds; later ones are answered from that answer past the cache TTL (up
+// to NotReadyRecheck), while a Ready Node's answers expire with the TTL.
+func TestNotReadyNodesAreRecheckedOnTransition(t *testing.T) {
+	const ttl = 50 * time.Millisecond
+	src := &fakeSource{answer: always(instances.Result{Instance: &instances.Instance{ProviderID: "fake://1"}})}
+	in := newInstances(t, src, ttl)
+	ctx := context.Background()
+	exists := func(n *v1.Node) {
+		t.Helper()
+		if ok, err := in.InstanceExists(ctx, n); !ok || err != nil {
+			t.Fatalf("InstanceExists = %v, %v", ok, err)
+		}
+	}
+	exists(node("a", "fake://1")) // cached now
+	// The Node went NotReady after that answer: asked again.
+	exists(withReady(node("a", "fake://1"), v1.ConditionFalse, time.Now()))
+	if n := src.callCount(); n != 2 {
+		t.Fatalf("%d Source calls, want 2: the answer before the Node went NotReady is not used", n)
+	}
+	// Past the TTL, the NotReady Node's answer (learnt after it went
+	// NotReady) still serves; a Ready Node's does not.
+	went := time.Now().Add(-time.Second)
+	time.Sleep(2 * ttl)
+	exists(withReady(node("a", "fake://1"), v1.ConditionUnknown, went))
+	if n := src.callCount(); n != 2 {
+		t.Errorf("%d Source calls, want 2: a NotReady Node is rechecked every %s, not every TTL", n, instances.NotReadyRecheck)
+	}
+	exists(withReady(node("a", "fake://1"), v1.ConditionTrue, went))
+	if n := src.callCount(); n != 3 {
+		t.Errorf("%d Source calls, want 3: a Ready Node's answer expires with the TTL", n)
+	}
+}
