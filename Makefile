@@ -149,7 +149,7 @@ dist:
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) env -u GOOS -u GOARCH $(GO) run ./packaging/mkdist -version '$(VERSION)' -out '$(DIST)' $$bins
 
 # make bench [BENCH_DRIVER=aws|gce|digitalocean] [BENCH_NODES=100,1000,5000]
-# [BENCH_REGIMES=joinstorm,coldstart] [BENCH_FLAGS='-latency 50ms -rate 10']:
+# [BENCH_REGIMES=joinstorm,coldstart,steady] [BENCH_FLAGS='-latency 50ms -rate 10']:
 # polyccm on the local control
 # plane and a simulated, rate-limited cloud at each size, written to
 # bench/results/<driver>-<date>.json and .svg (docs/performance.md); then
@@ -157,7 +157,7 @@ dist:
 .PHONY: bench bench-go fuzz
 BENCH_DRIVER ?= digitalocean
 BENCH_NODES  ?= 100,1000,5000
-BENCH_REGIMES ?= joinstorm,coldstart
+BENCH_REGIMES ?= joinstorm,coldstart,steady
 BENCH_FLAGS  ?=
 BENCH ?= .
 bench: tools build bench-go

@@ -53,6 +53,12 @@ type options struct {
 	SteadyPeriods []time.Duration `json:"steadyStatusPeriods"`
 	MonitorSettle time.Duration   `json:"monitorSettle"`
 	MonitorWindow time.Duration   `json:"monitorWindow"`
+	// The load-balancer regime: Services over LBNodes Nodes, then a wave
+	// of LBChurn Nodes joining and as many leaving (loadbalancers.go).
+	LBServices int           `json:"lbServices"`
+	LBNodes    int           `json:"lbNodes"`
+	LBChurn    int           `json:"lbChurn"`
+	LBTimeout  time.Duration `json:"-"`
 }
 
 // The regimes (docs/performance.md).
@@ -68,9 +74,16 @@ const (
 	// calls per Node per hour at the default periods. Measured at the
 	// largest size only: it takes minutes whatever N is.
 	regimeSteady = "steady"
+	// regimeLoadBalancers: LoadBalancer Services at scale and a wave of
+	// Nodes joining and leaving under them; at -lb-nodes, not -nodes. Not
+	// in the default run: at 500 Services it takes many minutes per cloud.
+	regimeLoadBalancers = "loadbalancers"
 )
 
-var regimes = []string{regimeJoinStorm, regimeColdStart, regimeSteady}
+var regimes = []string{regimeJoinStorm, regimeColdStart, regimeSteady, regimeLoadBalancers}
+
+// defaultRegimes are what `make bench` measures unless told.
+var defaultRegimes = []string{regimeJoinStorm, regimeColdStart, regimeSteady}
 
 type envList []string
 
@@ -101,9 +114,13 @@ func main() {
 	flag.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
 	periods := flag.String("steady-periods", "40s,80s", "steady state: the shortened status periods the refresh is measured at (scaled to the default 5m)")
 	flag.DurationVar(&o.MonitorSettle, "steady-settle", 45*time.Second, "steady state: how long after polyccm leads the monitor window opens (past the start's refresh and the cache's expiry)")
-	flag.DurationVar(&o.MonitorWindow, "steady-window", 2*time.Minute, "steady state: how long the lifecycle monitor's calls are counted")
+	flag.DurationVar(&o.MonitorWindow, "steady-window", 5*time.Minute+30*time.Second, "steady state: how long the lifecycle monitor's calls are counted (past one NotReady recheck, 5m)")
+	flag.IntVar(&o.LBServices, "lb-services", 500, "load balancers: how many LoadBalancer Services")
+	flag.IntVar(&o.LBNodes, "lb-nodes", 2000, "load balancers: how many Nodes they target")
+	flag.IntVar(&o.LBChurn, "lb-churn", 100, "load balancers: how many Nodes join, and how many leave, in the wave")
+	flag.DurationVar(&o.LBTimeout, "lb-timeout", 30*time.Minute, "load balancers: give up on a phase after this long")
 	flag.BoolVar(&o.Keep, "keep", false, "keep the work files (configs, polyccm's and the apiserver's logs, audit logs)")
-	regimeList := flag.String("regimes", envOr("BENCH_REGIMES", strings.Join(regimes, ",")), "what to measure, comma-separated: "+strings.Join(regimes, ", ")+" (default $BENCH_REGIMES)")
+	regimeList := flag.String("regimes", envOr("BENCH_REGIMES", strings.Join(defaultRegimes, ",")), "what to measure, comma-separated: "+strings.Join(regimes, ", ")+" (default $BENCH_REGIMES)")
 	flag.Parse()
 	for r := range strings.SplitSeq(*regimeList, ",") {
 		if r = strings.TrimSpace(r); !slices.Contains(regimes, r) {
@@ -187,8 +204,11 @@ func bench(ctx context.Context, o options) (*report, error) {
 	}
 	for _, regime := range o.Regimes {
 		sizes := o.Nodes
-		if regime == regimeSteady {
+		switch regime {
+		case regimeSteady:
 			sizes = []int{slices.Max(o.Nodes)}
+		case regimeLoadBalancers:
+			sizes = []int{o.LBNodes}
 		}
 		for _, n := range sizes {
 			r, err := runSize(ctx, o, regime, bin, filepath.Join(dir, fmt.Sprintf("%s-n%d", regime, n)), n)

@@ -77,7 +77,15 @@ type sizeResult struct {
 	// Steady is the steady-state regime's result; the fields above are
 	// empty for it.
 	Steady *steadyResult `json:"steady,omitempty"`
+	// LB is the load-balancer regime's result; the fields above are
+	// empty for it.
+	LB *lbResult `json:"loadBalancers,omitempty"`
 }
+
+// initializes reports whether the run measured Nodes being initialized
+// (the join storm and the cold start), which the main table and chart
+// show.
+func (r *sizeResult) initializes() bool { return r.Steady == nil && r.LB == nil }
 
 // restartResult is a restart over initialized Nodes.
 type restartResult struct {
@@ -91,6 +99,10 @@ type restartResult struct {
 }
 
 func (r *sizeResult) summary() string {
+	if l := r.LB; l != nil {
+		return fmt.Sprintf("%d load balancers targeting exactly the Nodes in %.1fs with %d cloud calls (%.1f each; the rate limits allow it in %.0fs at the cloud's rate, %.0fs at polyccm's own); %d Nodes joined and %d left: every load balancer exact after %.1fs, %.2f cloud calls per load balancer; %d throttled",
+			l.Services, l.CreateSeconds, l.CreateTotal, l.CreateCallsPerLB, l.CloudFloorSeconds, l.ClientFloorSeconds, l.Joined, l.Left, l.ChurnSeconds, l.ChurnCallsPerLB, l.Throttled)
+	}
 	if s := r.Steady; s != nil {
 		return fmt.Sprintf("%.1f cloud calls per refresh of every Node, %.0f an hour for the lifecycle monitor (%d NotReady): %.0f calls an hour at the default periods, %.4f per Node per hour (target %g; a per-cloud CCM makes %.0f); %d throttled",
 			s.CallsPerStatusWave, s.MonitorCallsPerHour, s.NotReadyNodes, s.CallsPerHour, s.CallsPerNodePerHour, steadyTarget, s.UpstreamCallsPerNodePerHour, s.Throttled)
@@ -122,8 +134,11 @@ func (rep *report) write(dir string) error {
 	if err := os.WriteFile(base+".svg", []byte(rep.chart()), 0o644); err != nil {
 		return err
 	}
-	if svg := rep.steadyChart(); svg != "" {
-		if err := os.WriteFile(base+"-steady.svg", []byte(svg), 0o644); err != nil {
+	for suffix, svg := range map[string]string{"-steady.svg": rep.steadyChart(), "-loadbalancers.svg": rep.lbChart()} {
+		if svg == "" {
+			continue
+		}
+		if err := os.WriteFile(base+suffix, []byte(svg), 0o644); err != nil {
 			return err
 		}
 	}
@@ -141,7 +156,7 @@ func (rep *report) table() string {
 		rep.PolyccmVersion, o.Driver, o.LatencyMS, o.Rate, o.Burst, rep.Machine.CPUs)
 	initRuns := 0
 	for _, r := range rep.Runs {
-		if r.Steady == nil {
+		if r.initializes() {
 			initRuns++
 		}
 	}
@@ -150,7 +165,7 @@ func (rep *report) table() string {
 		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	}
 	for _, r := range rep.Runs {
-		if r.Steady != nil {
+		if !r.initializes() {
 			continue
 		}
 		ceil, frac := "-", "-"
@@ -162,8 +177,9 @@ func (rep *report) table() string {
 			r.APIRequestsPerNode, mib(r.PeakRSSBytes), mib(r.PeakAnonBytes), r.CPUSeconds, r.NodesPerSecond, ceil, frac)
 	}
 	b.WriteString(rep.steadyTable())
+	b.WriteString(rep.lbTable())
 	for _, r := range rep.Runs {
-		if r.Steady != nil {
+		if !r.initializes() {
 			continue
 		}
 		fmt.Fprintf(&b, "\n%s N=%d cloud calls: %s", cmp.Or(r.Regime, regimeJoinStorm), r.Nodes, formatCounts(r.CloudCalls))
@@ -208,7 +224,7 @@ func (rep *report) chart() string {
 	maxT := 1.0
 	var runs []*sizeResult
 	for _, r := range rep.Runs {
-		if r.Steady == nil {
+		if r.initializes() {
 			runs = append(runs, r)
 		}
 	}
@@ -231,17 +247,7 @@ func (rep *report) chart() string {
 		html.EscapeString(fmt.Sprintf("Nodes initialized over time: polyccm on %s", o.Driver)))
 	fmt.Fprintf(&b, `<text x="%d" y="36" fill="#555">%s</text>`+"\n", left,
 		html.EscapeString(fmt.Sprintf("%s · cloud latency %gms, rate limit %g requests/s, burst %d · %d CPUs", rep.PolyccmVersion, o.LatencyMS, o.Rate, o.Burst, rep.Machine.CPUs)))
-	// Axes and grid.
-	for i := 0; i <= 4; i++ {
-		f := float64(i) / 4
-		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>`+"\n", left, y(f), width-right, y(f))
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%d%%</text>`+"\n", left-6, y(f)+4, i*25)
-	}
-	for i := 0; i <= 5; i++ {
-		t := maxT * float64(i) / 5
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>`+"\n", x(t), top, x(t), height-bott)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", x(t), height-bott+16, trimFloat(t))
-	}
+	grid(&b, left, width-right, top, height-bott, maxT, x, y)
 	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">seconds since the first Node registered</text>`+"\n", float64(left)+pw/2, height-14)
 	fmt.Fprintf(&b, `<text transform="translate(16 %.1f) rotate(-90)" text-anchor="middle">Nodes initialized</text>`+"\n", float64(top)+ph/2)
 	line := func(curve [][2]float64, n int, color, dash string) {
@@ -283,4 +289,20 @@ func niceCeil(v float64) float64 {
 func trimFloat(f float64) string {
 	s := fmt.Sprintf("%.1f", f)
 	return strings.TrimSuffix(s, ".0")
+}
+
+// grid draws a chart's horizontal lines at every quarter (labelled in
+// percent) and vertical ones at every fifth of maxT (in seconds), over the
+// plot from (left, top) to (right, bottom).
+func grid(b *strings.Builder, left, right, top, bottom int, maxT float64, x, y func(float64) float64) {
+	for i := 0; i <= 4; i++ {
+		f := float64(i) / 4
+		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>`+"\n", left, y(f), right, y(f))
+		fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end">%d%%</text>`+"\n", left-6, y(f)+4, i*25)
+	}
+	for i := 0; i <= 5; i++ {
+		t := maxT * float64(i) / 5
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>`+"\n", x(t), top, x(t), bottom)
+		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", x(t), bottom+16, trimFloat(t))
+	}
 }

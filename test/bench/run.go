@@ -96,8 +96,11 @@ func runSize(ctx context.Context, o options, regime, bin, dir string, n int) (*s
 		return nil, err
 	}
 	defer closeStage()
-	if regime == regimeSteady {
+	switch regime {
+	case regimeSteady:
 		return steady(ctx, o, st, n)
+	case regimeLoadBalancers:
+		return loadBalancersAtScale(ctx, o, st, n)
 	}
 	cp, cloud, nodes, ccmOpts, auditLog := st.cp, st.cloud, st.nodes, st.ccmOpts, st.auditLog
 	w := newInitWatch(nodes)

@@ -81,28 +81,11 @@ func steady(ctx context.Context, o options, st *stage, n int) (*sizeResult, erro
 		DefaultStatusPeriodSeconds: defaultStatusPeriod.Seconds(), UpstreamCallsPerNodePerHour: float64(time.Hour / defaultStatusPeriod),
 	}}
 	sr := res.Steady
-	progressf(o, "N=%d: steady state: registering %d tainted Nodes and letting polyccm initialize them (not timed)", n, n)
-	w := newInitWatch(st.nodes)
-	if err := register(ctx, st.cp.Admin, st.nodes, o.Creators, func(i int, _ *v1.Node) { w.created(i) }); err != nil {
-		return nil, err
-	}
-	ccm, err := harness.StartCCM(st.ccmOpts)
+	ccm, err := initialized(ctx, o, st, n, "steady state")
 	if err != nil {
 		return nil, err
 	}
-	w.t0 = time.Now()
-	stopWatch, err := w.start(ctx, st.cp.Admin)
-	if err != nil {
-		ccm.Stop(10 * time.Second)
-		return nil, err
-	}
-	status := func() string { return fmt.Sprintf("cloud calls %d", total(st.cloud.Faults().Calls())) }
-	err = w.wait(ctx, o, n, "polyccm", o.Timeout, nil, status, ccm.Exited)
-	stopWatch()
 	ccm.Stop(15 * time.Second)
-	if err != nil {
-		return nil, err
-	}
 
 	progressf(o, "N=%d: steady state: every Node Ready", n)
 	if err := setReady(ctx, st.cp.Admin, st.nodes, o.Workers, 0); err != nil {
@@ -216,4 +199,31 @@ func setReady(ctx context.Context, kube kubernetes.Interface, nodes []simcloud.N
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// initialized registers st's n Nodes, starts polyccm and waits until it
+// has initialized them all (not timed): the starting point of the regimes
+// that measure a cluster already up. The caller stops polyccm.
+func initialized(ctx context.Context, o options, st *stage, n int, regime string) (*harness.CCM, error) {
+	progressf(o, "N=%d: %s: registering %d tainted Nodes and letting polyccm initialize them (not timed)", n, regime, n)
+	w := newInitWatch(st.nodes)
+	if err := register(ctx, st.cp.Admin, st.nodes, o.Creators, func(i int, _ *v1.Node) { w.created(i) }); err != nil {
+		return nil, err
+	}
+	ccm, err := harness.StartCCM(st.ccmOpts)
+	if err != nil {
+		return nil, err
+	}
+	w.t0 = time.Now()
+	stopWatch, err := w.start(ctx, st.cp.Admin)
+	if err == nil {
+		status := func() string { return fmt.Sprintf("cloud calls %d", total(st.cloud.Faults().Calls())) }
+		err = w.wait(ctx, o, n, "polyccm", o.Timeout, nil, status, ccm.Exited)
+		stopWatch()
+	}
+	if err != nil {
+		ccm.Stop(10 * time.Second)
+		return nil, err
+	}
+	return ccm, nil
 }

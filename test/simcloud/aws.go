@@ -2,8 +2,10 @@ package simcloud
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -115,7 +117,9 @@ func (c *awsCloud) ConfigBlock(dir string) (string, error) { return c.Config(dir
 func (c *awsCloud) AddInstances(n int) []Node {
 	types := []string{"m6i.large", "c6i.xlarge", "t3.medium"}
 	nodes := make([]Node, n)
-	for i := range n {
+	base := len(c.instances) // later calls add more, named after them
+	for k := range n {
+		i := base + k
 		in := fakeaws.Instance{
 			SubnetID: c.subnets[i%len(c.subnets)].ID, InstanceType: types[i%len(types)],
 			Tags: map[string]string{"Name": fmt.Sprintf("node-%02d", i), c.clusterTag: "owned"},
@@ -125,9 +129,9 @@ func (c *awsCloud) AddInstances(n int) []Node {
 		}
 		in = c.fake.AddInstance(in)
 		c.instances = append(c.instances, in)
-		nodes[i].Name = in.PrivateDNSName
+		nodes[k].Name = in.PrivateDNSName
 		if i%2 == 0 {
-			nodes[i].ProviderID = "aws:///" + in.AvailabilityZone + "/" + in.ID
+			nodes[k].ProviderID = "aws:///" + in.AvailabilityZone + "/" + in.ID
 		}
 	}
 	return nodes
@@ -222,6 +226,42 @@ func (c *awsCloud) DescribeLB(arn string) (string, bool) {
 		fmt.Fprintf(&b, "\n    security group %s (%s) allows %s", sg.Name, sg.ID, strings.Join(rules, "; "))
 	}
 	return b.String(), true
+}
+
+// LBTargets are the registered instances of the Classic Load Balancer, or
+// of the NLB's target groups, by Node name (the private DNS name).
+func (c *awsCloud) LBTargets(id string) ([]string, bool) {
+	names := map[string]string{}
+	for _, in := range c.instances {
+		names[in.ID] = in.PrivateDNSName
+	}
+	set := map[string]bool{}
+	if name, ok := strings.CutPrefix(id, classicPrefix); ok {
+		lb, ok := c.fake.ClassicLoadBalancer(name)
+		if !ok {
+			return nil, false
+		}
+		for _, i := range lb.Instances {
+			set[names[i]] = true
+		}
+	} else {
+		if _, ok := c.fake.LoadBalancer(id); !ok {
+			return nil, false
+		}
+		for _, l := range c.fake.Listeners() {
+			if l.LoadBalancerARN != id {
+				continue
+			}
+			for _, a := range l.DefaultActions {
+				if tg, ok := c.fake.TargetGroup(a.TargetGroupARN); ok {
+					for _, t := range tg.Targets {
+						set[names[t.ID]] = true
+					}
+				}
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(set)), true
 }
 
 // LBLeftovers lists load balancers, listeners, target groups and security

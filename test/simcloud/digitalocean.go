@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,16 +82,18 @@ func (c *digitalOcean) AddInstances(n int) []Node {
 	// One region: a DigitalOcean cluster lives in one, like its VPC.
 	regions := []string{"fra1"}
 	nodes := make([]Node, n)
-	for i := range n {
+	base := len(c.droplets) // later calls add more, named after them
+	for k := range n {
+		i := base + k
 		d := fakedo.Droplet{Name: fmt.Sprintf("node-%02d", i), Status: fakedo.StatusActive, SizeSlug: sizes[i%len(sizes)], Region: regions[i%len(regions)]}
 		if i%3 == 0 {
 			d.IPv6 = fmt.Sprintf("2a03:b0c0:2:d0::%x:1", i+1)
 		}
 		d = c.fake.AddDroplet(d)
 		c.droplets = append(c.droplets, d)
-		nodes[i].Name = d.Name
+		nodes[k].Name = d.Name
 		if i%2 == 0 {
-			nodes[i].ProviderID = "digitalocean://" + strconv.Itoa(d.ID)
+			nodes[k].ProviderID = "digitalocean://" + strconv.Itoa(d.ID)
 		}
 	}
 	return nodes
@@ -141,6 +144,23 @@ func (c *digitalOcean) DescribeLB(id string) (string, bool) {
 	}
 	return fmt.Sprintf("DigitalOcean load balancer %s (%s) in %s, %s: rules %s, %d droplets, health check %s",
 		lb.Name, lb.ID, lb.Region, lb.Status, strings.Join(rules, " "), len(lb.DropletIDs), hc), true
+}
+
+func (c *digitalOcean) LBTargets(id string) ([]string, bool) {
+	lb, ok := c.fake.LoadBalancer(id)
+	if !ok {
+		return nil, false
+	}
+	names := map[int]string{}
+	for _, d := range c.droplets {
+		names[d.ID] = d.Name
+	}
+	var out []string
+	for _, id := range lb.DropletIDs {
+		out = append(out, names[id])
+	}
+	slices.Sort(out)
+	return out, true
 }
 
 func (c *digitalOcean) LBLeftovers() []string {

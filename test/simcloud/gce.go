@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -91,7 +92,9 @@ func (c *gce) AddInstances(n int) []Node {
 	zones := []string{gceRegion + "-a", gceRegion + "-b", gceRegion + "-c"}
 	types := []string{"e2-standard-4", "n2-standard-8", "e2-medium"}
 	nodes := make([]Node, n)
-	for i := range n {
+	base := len(c.instances) // later calls add more, named after them
+	for k := range n {
+		i := base + k
 		in := fakegce.Instance{
 			Name: fmt.Sprintf("node-%02d", i), Zone: zones[i%len(zones)], MachineType: types[i%len(types)],
 			Status: fakegce.StatusRunning, Tags: []string{gceNodeTag}, Subnetwork: gceSubnet,
@@ -101,9 +104,9 @@ func (c *gce) AddInstances(n int) []Node {
 		}
 		in = c.fake.AddInstance(in)
 		c.instances = append(c.instances, in)
-		nodes[i].Name = in.Name
+		nodes[k].Name = in.Name
 		if i%2 == 0 {
-			nodes[i].ProviderID = "gce://" + gceProject + "/" + in.Zone + "/" + in.Name
+			nodes[k].ProviderID = "gce://" + gceProject + "/" + in.Zone + "/" + in.Name
 		}
 	}
 	return nodes
@@ -174,6 +177,26 @@ func (c *gce) DescribeLB(id string) (string, bool) {
 			fw.Name, strings.Join(allowed, " "), strings.Join(fw.SourceRanges, ","), strings.Join(fw.TargetTags, ","))
 	}
 	return b.String(), true
+}
+
+// LBTargets are the instances of the forwarding rule's target pool (on
+// GCE a Node is named after its instance).
+func (c *gce) LBTargets(id string) ([]string, bool) {
+	region, name, _ := strings.Cut(id, "/")
+	fr, ok := c.fake.ForwardingRule(region, name)
+	if !ok || fr.Target == "" {
+		return nil, ok
+	}
+	pool, ok := c.fake.TargetPool(region, path.Base(fr.Target))
+	if !ok {
+		return nil, false
+	}
+	var out []string
+	for _, u := range pool.Instances {
+		out = append(out, path.Base(u))
+	}
+	slices.Sort(out)
+	return out, true
 }
 
 // lbLeftovers lists what load balancers use; the fake starts with none of

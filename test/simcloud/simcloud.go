@@ -64,6 +64,9 @@ type Cloud interface {
 	LBID(svc *v1.Service) string
 	// DescribeLB summarises that load balancer, if it exists.
 	DescribeLB(id string) (string, bool)
+	// LBTargets are the Node names of the instances that load balancer
+	// sends traffic to, sorted; false if it does not exist.
+	LBTargets(id string) ([]string, bool)
 	// LBLeftovers lists cloud resources of load balancers that still
 	// exist (nothing once every load balancer is fully deleted).
 	LBLeftovers() []string

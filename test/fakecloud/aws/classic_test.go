@@ -298,6 +298,15 @@ func TestClassicListenersInstancesHealth(t *testing.T) {
 	_, err = c.clb.DeregisterInstancesFromLoadBalancer(ctx, &clb.DeregisterInstancesFromLoadBalancerInput{LoadBalancerName: name, Instances: instances("i-0123456789abcdef0")})
 	apiErr(t, err, "InvalidInstance", http.StatusBadRequest)
 
+	// A terminated instance leaves the load balancer by itself, as on
+	// AWS; its ID can no longer be deregistered by hand.
+	s.SetInstanceState(n2.ID, InstanceStateTerminated)
+	if got := instanceIDs(describeCLB(t, c, "web").Instances); len(got) != 0 {
+		t.Errorf("instances after the last one was terminated = %v, want none", got)
+	}
+	_, err = c.clb.DeregisterInstancesFromLoadBalancer(ctx, &clb.DeregisterInstancesFromLoadBalancerInput{LoadBalancerName: name, Instances: instances(n2.ID)})
+	apiErr(t, err, "InvalidInstance", http.StatusBadRequest)
+
 	// Health check.
 	hc := &clbtypes.HealthCheck{Target: awssdk.String("HTTP:10256/healthz"), Interval: awssdk.Int32(10), Timeout: awssdk.Int32(5), UnhealthyThreshold: awssdk.Int32(6), HealthyThreshold: awssdk.Int32(2)}
 	got := must[*clb.ConfigureHealthCheckOutput](t)(c.clb.ConfigureHealthCheck(ctx, &clb.ConfigureHealthCheckInput{LoadBalancerName: name, HealthCheck: hc}))

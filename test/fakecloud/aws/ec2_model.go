@@ -687,7 +687,31 @@ func (s *Server) SetInstanceState(id, state string) error {
 		return fmt.Errorf("aws fake: bad instance state %q", state)
 	}
 	rec.State = state
+	if state == InstanceStateTerminated {
+		s.deregisterTerminatedLocked(id)
+	}
 	return nil
+}
+
+// deregisterTerminatedLocked does what ELB does when an instance is
+// terminated: it leaves every Classic Load Balancer and target group it
+// was registered with (a terminated instance cannot be deregistered by
+// hand: the API refuses its ID).
+func (s *Server) deregisterTerminatedLocked(id string) {
+	for _, lb := range s.clb.lbs {
+		if i := slices.Index(lb.Instances, id); i >= 0 {
+			lb.Instances = slices.Delete(lb.Instances, i, i+1)
+			delete(lb.registered, id)
+			delete(lb.health, id)
+		}
+	}
+	for _, tg := range s.elb.tgs {
+		if tg.TargetType != "instance" {
+			continue
+		}
+		tg.targets = slices.DeleteFunc(tg.targets, func(t *targetRec) bool { return t.ID == id })
+		delete(tg.health, id)
+	}
 }
 
 // UpdateInstance changes an instance in place; the id cannot change.
