@@ -90,20 +90,26 @@ func loadBalancersAtScale(ctx context.Context, o options, st *stage, n int) (*si
 	lr.CreateCalls = diffCalls(st.cloud.Faults().Calls(), calls0)
 	lr.CreateTotal = total(lr.CreateCalls)
 	lr.CreateCallsPerLB = round3(float64(lr.CreateTotal) / float64(o.LBServices))
+	createThrottled := st.cloud.Faults().Throttled() - throttled0
 	lr.CloudFloorSeconds = round3(float64(lr.CreateTotal) / o.Rate)
 	lr.ClientFloorSeconds = round3(float64(lr.CreateTotal) / float64(config.Defaults().CloudAPI.QPS))
 	// Phase 2: a wave of Nodes joins and as many leave.
 	lr.Joined, lr.Left = o.LBChurn, min(o.LBChurn, n)
 	progressf(o, "N=%d: load balancers: %d Nodes join and %d leave at once", n, lr.Joined, lr.Left)
-	calls1 := st.cloud.Faults().Calls()
-	t1 := time.Now()
+	// The leaving instances go first (a scale-down terminates them, then
+	// their Nodes are deleted), by their owner: on DigitalOcean through the
+	// API, whose calls are not polyccm's, so they come before the count.
+	for i := range lr.Left {
+		if err := removeInstance(ctx, st, i); err != nil {
+			return nil, err
+		}
+	}
 	joined := st.cloud.AddInstances(lr.Joined)
+	calls1, throttled1 := st.cloud.Faults().Calls(), st.cloud.Faults().Throttled()
+	t1 := time.Now()
 	for i := range lr.Left {
 		if err := st.cp.Admin.CoreV1().Nodes().Delete(ctx, st.nodes[i].Name, metav1.DeleteOptions{}); err != nil {
 			return nil, fmt.Errorf("deleting Node %s: %w", st.nodes[i].Name, err)
-		}
-		if err := st.cloud.Remove(i); err != nil {
-			return nil, err
 		}
 		delete(names, st.nodes[i].Name)
 	}
@@ -125,7 +131,7 @@ func loadBalancersAtScale(ctx context.Context, o options, st *stage, n int) (*si
 	lr.ChurnCalls = diffCalls(st.cloud.Faults().Calls(), calls1)
 	lr.ChurnTotal = total(lr.ChurnCalls)
 	lr.ChurnCallsPerLB = round3(float64(lr.ChurnTotal) / float64(o.LBServices))
-	lr.Throttled = st.cloud.Faults().Throttled() - throttled0
+	lr.Throttled = createThrottled + st.cloud.Faults().Throttled() - throttled1
 	lr.ErrorsLogged = countErrors(ccm.Log())
 	lr.PeakRSSBytes = mem.peak()
 	return res, nil
@@ -242,4 +248,20 @@ func firstPending(st *stage, svcs []v1.Service, done map[string]float64) string 
 		return fmt.Sprintf("; e.g. Service %s: load balancer %q targets %d: %v", svc.Name, id, len(got), got)
 	}
 	return ""
+}
+
+// removeInstance deletes the i-th instance as its owner would. On
+// DigitalOcean that goes through the API, under the account's rate limit
+// polyccm shares, so a refusal is retried as a client would.
+func removeInstance(ctx context.Context, st *stage, i int) error {
+	var err error
+	for range 30 {
+		if err = st.cloud.Remove(i); err == nil {
+			return nil
+		}
+		if err := sleepCtx(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("removing instance %d: %w", i, err)
 }
