@@ -34,6 +34,12 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 	if err != nil {
 		return err
 	}
+	if fr == nil {
+		// An IPv6-only Service's rule is the one to check.
+		if fr, err = l.getForwardingRule(ctx, cl, env, ipv6Name(spec.base)); err != nil {
+			return err
+		}
+	}
 	if fr != nil {
 		// A rule another Service's marks name stays, with what shares
 		// its name.
