@@ -492,7 +492,15 @@ func TestFirewallFailedUpdateIsRetried(t *testing.T) {
 	e.fake.Faults().AddRule(faults.Rule{Match: fwPut, Status: 500, Remaining: 3})
 	e.create(nodePortSvc("np", nil, fwPort(v1.ProtocolTCP, 80, 30080)))
 	e.rulesAre("in tcp 22 allow addrs=10.0.0.0/8", fwWorld("tcp", 30080), fwOutTCP, fwOutUDP, fwOutICMP)
-	if got := e.fake.Faults().Responses(fwPut); got[500] != 3 || got[200] != 2 {
+	// The fake counts a response after sending it, so the last one may be
+	// counted just after the rules show it.
+	deadline := time.Now().Add(5 * time.Second)
+	got := e.fake.Faults().Responses(fwPut)
+	for (got[500] != 3 || got[200] != 2) && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+		got = e.fake.Faults().Responses(fwPut)
+	}
+	if got[500] != 3 || got[200] != 2 {
 		t.Errorf("update answers %v, want 3 failures and 2 successes", got)
 	}
 	if e.calls(fwPost) != 0 {
