@@ -6,6 +6,7 @@
 #   make build DRIVERS=aws,digitalocean   only those drivers
 #   make package [DRIVERS=aws,gce]        .deb and .rpm in dist/ (docs/packaging.md)
 #   make dist                   reproducible release tarballs and SHA256SUMS in dist/
+#   make image [PUSH=registry/name]       reproducible linux/amd64+arm64 OCI image in dist/
 #   make bench [BENCH_DRIVER=aws]         polyccm at 100/1000/5000 nodes (docs/performance.md)
 #   make fuzz [FUZZTIME=5m]               the config and annotation fuzz targets
 #
@@ -65,7 +66,7 @@ GOFLAGS_BUILD := $(if $(TAGS),-tags $(TAGS)) -ldflags '$(LDFLAGS)'
 all: build
 
 help:
-	@sed -n '2,14p' Makefile
+	@sed -n '2,15p' Makefile
 
 build:
 	@mkdir -p $(dir $(BIN))
@@ -128,7 +129,7 @@ DIST_PLATFORMS    ?= linux/amd64 linux/arm64
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
 PACKAGE_MAINTAINER ?=
 
-.PHONY: package dist
+.PHONY: package dist image
 
 # make package [DRIVERS=...] [GOARCH=arm64]: builds $(BIN) with those
 # drivers, then a .deb and an .rpm of it with nfpm (the Go module, run by
@@ -147,6 +148,27 @@ dist:
 		bins="$$bins $$tmp/$${p/\//-}/polyccm"; \
 	done; \
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) env -u GOOS -u GOARCH $(GO) run ./packaging/mkdist -version '$(VERSION)' -out '$(DIST)' $$bins
+
+# make image [DRIVERS=...] [PUSH=registry/name] [IMAGE_PLATFORMS=linux/amd64]:
+# a static binary per platform, packed by packaging/mkimage into one OCI
+# image index, $(IMAGE):VERSION ("+" becomes "-"), without a container
+# daemon: the layout dist/image/ and the same as dist/polyccm-VERSION-image.tar.
+# PUSH also pushes it, with that tag, using the `docker login` credentials.
+IMAGE           ?= ghcr.io/polyccm/polyccm
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+PUSH            ?=
+
+image:
+	@test -n "$(SOURCE_DATE_EPOCH)" || { echo "make image: set SOURCE_DATE_EPOCH (no git history to take it from)" >&2; exit 1; }
+	@mkdir -p '$(DIST)'
+	set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; bins=; \
+	for p in $(IMAGE_PLATFORMS); do \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build $(GOFLAGS_BUILD) -o "$$tmp/$${p/\//-}/polyccm" ./cmd/polyccm; \
+		bins="$$bins $$tmp/$${p/\//-}/polyccm"; \
+	done; \
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) env -u GOOS -u GOARCH $(GO) run ./packaging/mkimage -version '$(VERSION)' \
+		-revision '$(COMMIT)' -date '$(DATE)' -source 'https://$(MODULE)' -image '$(IMAGE)' -out '$(DIST)' \
+		$(if $(PUSH),-push '$(PUSH)') $$bins
 
 # make bench [BENCH_DRIVER=aws|gce|digitalocean] [BENCH_NODES=100,1000,5000]
 # [BENCH_REGIMES=joinstorm,coldstart,steady] [BENCH_FLAGS='-latency 50ms -rate 10']:

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -281,8 +282,14 @@ func TestStaticPod(t *testing.T) {
 		t.Fatalf("%d containers, want 1", len(spec.Containers))
 	}
 	c := spec.Containers[0]
-	if c.Image == "" {
-		t.Error("no image")
+	checkImage(t, staticPodPath, c)
+
+	// Root, whatever the image's user: the host's kubeconfig and secrets
+	// are root's with mode 0600. The container's securityContext wins over
+	// the pod's.
+	user, group := effectiveIDs(spec.SecurityContext, c.SecurityContext)
+	if user == nil || *user != 0 || group == nil || *group != 0 {
+		t.Errorf("the container runs as user %v group %v, want 0 and 0: the image's default user 65532 cannot read the host's 0600 files", deref(user), deref(group))
 	}
 
 	// The config and kubeconfig come from the host's /etc/polyccm, at the
@@ -338,6 +345,12 @@ func TestDaemonSet(t *testing.T) {
 		t.Fatalf("%d containers, want 1", len(spec.Containers))
 	}
 	c := spec.Containers[0]
+	checkImage(t, daemonSetPath, c)
+	// The image's own non-root user, which the Secret's mode and fsGroup
+	// are made for.
+	if user, group := effectiveIDs(spec.SecurityContext, c.SecurityContext); user == nil || *user != 65532 || group == nil || *group != 65532 {
+		t.Errorf("the container runs as user %v group %v, want the image's 65532:65532", deref(user), deref(group))
+	}
 	volumes := map[string]corev1.Volume{}
 	for _, v := range spec.Volumes {
 		volumes[v.Name] = v
@@ -414,6 +427,48 @@ func TestDaemonSet(t *testing.T) {
 	if !spec.HostNetwork {
 		t.Error("hostNetwork is off: the probes on 127.0.0.1 would miss, and the pod network may wait for polyccm")
 	}
+}
+
+// releaseTag is a polyccm release's version, the tag `make image` gives it.
+var releaseTag = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+$`)
+
+// checkImage checks a manifest names the image `make image` builds by
+// default (the Makefile's IMAGE) at a release tag, not a placeholder.
+func checkImage(t *testing.T, rel string, c corev1.Container) {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^IMAGE\s*\?=\s*(\S+)$`).FindSubmatch(repoFile(t, "Makefile"))
+	if m == nil {
+		t.Fatal("the Makefile sets no default IMAGE ?= ...")
+	}
+	repo, tag, ok := strings.Cut(c.Image, ":")
+	if !ok || repo != string(m[1]) || !releaseTag.MatchString(tag) {
+		t.Errorf("%s: image %q, want %s:vX.Y.Z, what make image builds", rel, c.Image, m[1])
+	}
+	if data := strings.ToLower(string(repoFile(t, rel))); strings.Contains(data, "placeholder") || strings.Contains(data, "example.com") {
+		t.Errorf("%s still mentions a placeholder or example.com", rel)
+	}
+}
+
+// effectiveIDs is the user and group a container runs as, where the
+// manifest sets them: the container's settings override the pod's.
+func effectiveIDs(pod *corev1.PodSecurityContext, c *corev1.SecurityContext) (user, group *int64) {
+	if pod != nil {
+		user, group = pod.RunAsUser, pod.RunAsGroup
+	}
+	if c != nil && c.RunAsUser != nil {
+		user = c.RunAsUser
+	}
+	if c != nil && c.RunAsGroup != nil {
+		group = c.RunAsGroup
+	}
+	return user, group
+}
+
+func deref(p *int64) any {
+	if p == nil {
+		return "unset (the image's)"
+	}
+	return *p
 }
 
 // secretFiles returns, by config key, the {file: PATH} secrets of a YAML
