@@ -1,31 +1,37 @@
 #!/usr/bin/env bash
 # Builds the real kube-apiserver and etcd that the test harness (test/cluster)
-# runs, from the pinned versions in test/tools/go.mod, into a cache directory:
+# runs, from the pinned versions in test/tools/go.mod, and the helm that the
+# chart tests run, from test/tools/helm/go.mod, into a cache directory:
 #
 #   ${CCMTEST_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/polyccm-tools}/
 #       kube-apiserver-<k8s.io/kubernetes version>
 #       etcd-<go.etcd.io/etcd/server/v3 version>
+#       helm-<helm.sh/helm/v3 version>
 #
 # Binaries that already exist are skipped, so reruns take seconds. Each binary
 # is built to a temporary name and renamed into place, so an interrupted build
 # never leaves a half-written file behind.
 #
-# The versions live in one place only: the require block of test/tools/go.mod
-# (test/cluster reads the same file to find the binaries).
+# The versions live in one place only: the require blocks of test/tools/go.mod
+# and test/tools/helm/go.mod (test/cluster reads the same files to find the
+# binaries). helm has a module of its own because its Kubernetes libraries
+# are not kube-apiserver's.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 gomod="${here}/go.mod"
+helm_dir="${here}/helm"
 
-# modversion MODULE prints MODULE's required version from go.mod.
+# modversion MODULE [GOMOD] prints MODULE's required version from GOMOD
+# (default test/tools/go.mod).
 modversion() {
-	local v
+	local v file="${2:-${gomod}}"
 	v="$(awk -v m="$1" '
 		$1 == "require" && $2 == m { print $3; exit }
 		$1 == m && $2 ~ /^v[0-9]/ { print $2; exit }
-	' "${gomod}")"
+	' "${file}")"
 	if [[ -z "${v}" ]]; then
-		echo "build.sh: cannot find the version of $1 in ${gomod}" >&2
+		echo "build.sh: cannot find the version of $1 in ${file}" >&2
 		exit 1
 	fi
 	printf '%s\n' "${v}"
@@ -33,6 +39,7 @@ modversion() {
 
 kube_version="$(modversion k8s.io/kubernetes)"
 etcd_version="$(modversion go.etcd.io/etcd/server/v3)"
+helm_version="$(modversion helm.sh/helm/v3 "${helm_dir}/go.mod")"
 
 out_dir="${CCMTEST_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/polyccm-tools}"
 mkdir -p "${out_dir}"
@@ -46,19 +53,38 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 	kube_ldflags+=" -X ${pkg}.gitVersion=${kube_version} -X ${pkg}.gitMajor=1 -X ${pkg}.gitMinor=${kube_minor} -X ${pkg}.gitTreeState=clean"
 done
 
-# build NAME VERSION PACKAGE ESTIMATE WANT_VERSION_LINE [GO BUILD FLAGS...]
-# An existing binary is kept only if its --version output contains
-# WANT_VERSION_LINE, so a binary built from other sources is replaced.
+# Stamp helm as its release build does: its version, and the Kubernetes
+# version `helm template` and `helm lint` assume without a cluster (else
+# v1.20), from the client-go it is built with (v0.X.Y is Kubernetes v1.X).
+client_go_version="$(modversion k8s.io/client-go "${helm_dir}/go.mod")"
+client_go_minor="${client_go_version#v0.}"
+client_go_minor="${client_go_minor%%.*}"
+helm_ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=${helm_version}"
+for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+	helm_ldflags+=" -X ${pkg}.k8sVersionMajor=1 -X ${pkg}.k8sVersionMinor=${client_go_minor}"
+done
+
+# build NAME VERSION MODULE_DIR PACKAGE ESTIMATE VERSION_COMMAND WANT_VERSION_LINE
+#       [GO BUILD FLAGS...]
+# builds PACKAGE of the module in MODULE_DIR. An existing binary is kept
+# only if the output of `binary VERSION_COMMAND` contains WANT_VERSION_LINE,
+# so a binary built from other sources is replaced.
 build() {
-	local name="$1" version="$2" pkg="$3" estimate="$4" want="$5"
-	shift 5
+	local name="$1" version="$2" dir="$3" pkg="$4" estimate="$5" version_cmd="$6" want="$7"
+	shift 7
 	local dest="${out_dir}/${name}-${version}"
 	if [[ -x "${dest}" ]]; then
-		if "${dest}" --version 2>/dev/null | grep -qF -- "${want}"; then
+		# The output is read whole before grep: `| grep -q` exits at the first
+		# match, and a binary printing more lines after it (etcd) then dies of
+		# SIGPIPE, which pipefail took for a wrong binary and rebuilt it.
+		# version_cmd is split into words on purpose ("version --short").
+		local reported
+		reported="$("${dest}" ${version_cmd} 2>/dev/null)" || true
+		if grep -qF -- "${want}" <<<"${reported}"; then
 			echo "${name} ${version}: already built"
 			return 0
 		fi
-		echo "${dest} does not report \"${want}\" in its --version output; rebuilding"
+		echo "${dest} does not report \"${want}\" in its ${version_cmd} output; rebuilding"
 	fi
 	echo "building ${name} ${version} (${estimate}; a progress line every ${interval}s)..."
 	# tmp is global so the EXIT trap, which removes the temporary file if the
@@ -67,10 +93,10 @@ build() {
 	trap 'rm -f "${tmp}"' EXIT
 	local start=${SECONDS}
 	local total
-	total="$(cd "${here}" && CGO_ENABLED=0 go list -deps "${pkg}" | wc -l)"
+	total="$(cd "${dir}" && CGO_ENABLED=0 go list -deps "${pkg}" | wc -l)"
 	# -v names each package as it is compiled (cached ones are not): the
 	# count, against every package the binary needs, is the progress.
-	(cd "${here}" && CGO_ENABLED=0 go build -v "$@" -o "${tmp}" "${pkg}" 2>&1) | progress "${name}" "${total}" "${start}"
+	(cd "${dir}" && CGO_ENABLED=0 go build -v "$@" -o "${tmp}" "${pkg}" 2>&1) | progress "${name}" "${total}" "${start}"
 	mv -f "${tmp}" "${dest}"
 	trap - EXIT
 	echo "built ${name} ${version} in $((SECONDS - start))s"
@@ -103,10 +129,13 @@ progress() {
 	done
 }
 
-build kube-apiserver "${kube_version}" k8s.io/kubernetes/cmd/kube-apiserver \
-	"8 to 30 minutes on 2 cores, depending on load" "Kubernetes ${kube_version}" -ldflags="${kube_ldflags# }"
-build etcd "${etcd_version}" go.etcd.io/etcd/server/v3 \
-	"about 1-2 minutes on 2 cores" "etcd Version: ${etcd_version#v}"
+build kube-apiserver "${kube_version}" "${here}" k8s.io/kubernetes/cmd/kube-apiserver \
+	"8 to 30 minutes on 2 cores, depending on load" --version "Kubernetes ${kube_version}" -ldflags="${kube_ldflags# }"
+build etcd "${etcd_version}" "${here}" go.etcd.io/etcd/server/v3 \
+	"about 1-2 minutes on 2 cores" --version "etcd Version: ${etcd_version#v}"
+build helm "${helm_version}" "${helm_dir}" helm.sh/helm/v3/cmd/helm \
+	"3 to 10 minutes on 2 cores, depending on load" "version --short" "${helm_version}" -ldflags="${helm_ldflags}"
 
 echo "kube-apiserver: ${out_dir}/kube-apiserver-${kube_version}"
 echo "etcd:           ${out_dir}/etcd-${etcd_version}"
+echo "helm:           ${out_dir}/helm-${helm_version}"
