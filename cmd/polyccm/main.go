@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -40,6 +41,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := root.Execute(); err != nil {
 		if err == errVersionShown {
 			return 0
+		}
+		var pe errPlanExit
+		if errors.As(err, &pe) {
+			return pe.code
 		}
 		if err != errReported {
 			fmt.Fprintln(stderr, "polyccm:", err)
@@ -186,7 +191,7 @@ environment variables; see ccm.example.yaml.`,
 	}
 	versionC.Flags().BoolVar(&versionJSON, "json", false, "print as JSON")
 
-	root.AddCommand(runC, configC, driversC, versionC)
+	root.AddCommand(runC, configC, newPlanCmd(&configPath, stdout, stderr), driversC, versionC)
 	return root
 }
 

@@ -143,6 +143,10 @@ func WithCreates(ctx context.Context) context.Context {
 	return context.WithValue(ctx, noCreatesKey{}, false)
 }
 
+// ErrReadOnly is what a call refused by a read-only transport (polyccm
+// plan: core/readonly) wraps. It is never retried.
+var ErrReadOnly = errors.New("refused: polyccm plan makes no change to the cloud")
+
 // ErrCreateSkipped is returned for a Creates call under WithoutCreates.
 var ErrCreateSkipped = errors.New("not creating: this pass only updates what exists")
 
@@ -225,6 +229,10 @@ func (c *Client) classify(err error) Classification {
 	var s *statusError
 	if errors.As(err, &s) {
 		return Classification{Kind: s.kind}
+	}
+	if errors.Is(err, ErrReadOnly) {
+		// Refused before reaching the cloud; repeating it changes nothing.
+		return Classification{Kind: KindUnknown}
 	}
 	cl := c.o.Classify(err)
 	if cl.Kind == KindUnknown {

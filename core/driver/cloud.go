@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"net/http"
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/record"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/instances"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 	"github.com/polyccm/polyccm/core/volumes"
 )
 
@@ -29,6 +31,10 @@ type Deps struct {
 	// the ownership rule (core/loadbalancers) may adopt a load balancer
 	// nothing marks as another cluster's or Service's.
 	AdoptUnmarkedLoadBalancers bool
+	// Transport, when set, wraps the transport of every HTTP client the
+	// driver calls its cloud API with (polyccm plan: core/readonly, which
+	// refuses every call that could change the cloud). Nil in `run`.
+	Transport func(http.RoundTripper) http.RoundTripper
 }
 
 // Cloud is what a driver's New returns. Instances is required; the optional
@@ -53,6 +59,14 @@ type RouteCloud interface {
 // volume-labels controller.
 type VolumeCloud interface {
 	Volumes() volumes.Source
+}
+
+// InventoryCloud is implemented by a cloud that can list the load
+// balancers made for this cluster, by polyccm or by the per-cloud CCM it
+// replaces (by their marks: tags, descriptions, names derived from Service
+// UIDs). `polyccm plan` reports the ones no Service owns. Read-only.
+type InventoryCloud interface {
+	LoadBalancerInventory(ctx context.Context) ([]loadbalancers.Resource, error)
 }
 
 // TaskCloud is a Cloud with loops of its own that serve LoadBalancer

@@ -89,9 +89,13 @@ func (p *Plan) String() string {
 }
 
 // Apply makes the changes in order and stops at the first error, which
-// names the change (unless the error names it already). What was applied stays: the next sync observes it and
-// plans only what is left.
+// names the change (unless the error names it already). What was applied
+// stays: the next sync observes it and plans only what is left. Under a
+// dry run (WithDryRun) it applies nothing and returns ErrPlanned.
 func (p *Plan) Apply(ctx context.Context) error {
+	if err := Planned(ctx, p); err != nil {
+		return err // a dry run: nothing is applied
+	}
 	for _, c := range p.Changes {
 		if c.Apply == nil {
 			continue

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
 	"slices"
 	"sync"
@@ -214,6 +215,9 @@ func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
 	base, err := awsconfig.LoadDefaultConfig(context.Background(), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("aws: loading the SDK configuration (drivers.aws.profile, AWS_* variables, ~/.aws files): %w", err)
+	}
+	if deps.Transport != nil {
+		base.HTTPClient = &http.Client{Transport: deps.Transport(http.DefaultTransport.(*http.Transport).Clone())}
 	}
 	c := &Cloud{cfg: *cfg, api: deps.API, cluster: deps.ClusterName, deps: deps, base: base,
 		// One client keeps its IMDSv2 session token across reads.

@@ -168,7 +168,11 @@ func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
 		// proxy path prefix would be dropped.
 		base += "/"
 	}
-	hc := &http.Client{Transport: &tokenTransport{token: cfg.Token, base: http.DefaultTransport.(*http.Transport).Clone()}}
+	var rt http.RoundTripper = http.DefaultTransport.(*http.Transport).Clone()
+	if deps.Transport != nil {
+		rt = deps.Transport(rt)
+	}
+	hc := &http.Client{Transport: &tokenTransport{token: cfg.Token, base: rt}}
 	client, err := godo.New(hc, godo.SetBaseURL(base), godo.SetUserAgent(version.UserAgent()))
 	if err != nil {
 		return nil, fmt.Errorf("digitalocean: drivers.digitalocean.apiURL: %w", err)

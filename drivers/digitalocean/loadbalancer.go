@@ -186,6 +186,9 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 		plan.Add(loadbalancers.Change{Action: loadbalancers.Update, Kind: "load balancer", Name: lb.ID, Fields: diffLB(lb, req)})
 	}
 	plan.Log(svc)
+	if err := loadbalancers.Planned(ctx, &plan); err != nil {
+		return nil, err // polyccm plan: stop before applying
+	}
 	// Apply.
 	if lb == nil {
 		// The name is recorded first, so that if the create's outcome is

@@ -255,6 +255,9 @@ func (c *Cloud) client(ctx context.Context) (*clients, error) {
 		return nil, fmt.Errorf("building the GCE HTTP client: %w", err)
 	}
 	hc.Timeout = c.api.AttemptTimeout()
+	if c.deps.Transport != nil {
+		hc.Transport = c.deps.Transport(hc.Transport)
+	}
 	opts := []option.ClientOption{option.WithHTTPClient(hc)}
 	if c.cfg.Endpoint != "" {
 		opts = append(opts, option.WithEndpoint(strings.TrimSuffix(c.cfg.Endpoint, "/")))

@@ -559,9 +559,17 @@ func testAWSMigration(t *testing.T, ccmClusterName string) {
 	if !strings.Contains(e.opts.Config, "\n  services: true\n") {
 		t.Fatalf("could not turn the service controller on in:\n%s", e.opts.Config)
 	}
+	svcs := []*v1.Service{svcA, svcB, svcC}
+	// polyccm plan first (issue 20): upstream's load balancers are adopted
+	// as they are, and the plan writes to neither the cloud nor the
+	// cluster.
+	planState, planCalls := clusterState(t), e.fake.Faults().Calls()
+	// Switching from a CCM run with another --cluster-name, polyccm tags
+	// the NLBs' security groups with their Service, as its takeover does.
+	checkAdopted(t, e.plan(t, "plan", e.opts.Config), svcs, "security group")
+	checkPlanReadOnly(t, planState, planCalls, e.fake.Faults().Calls(), awsWrite)
 	e.restart()
 
-	svcs := []*v1.Service{svcA, svcB, svcC}
 	for _, s := range svcs {
 		waitEnsured(t, s.Namespace, s.Name, 0, 2*time.Minute)
 	}

@@ -255,6 +255,13 @@ func TestDigitalOceanMigrationFromTheDigitalOceanCCM(t *testing.T) {
 	if !strings.Contains(e.opts.Config, "\n  services: true\n") {
 		t.Fatalf("could not turn the service controller on in:\n%s", e.opts.Config)
 	}
+	// polyccm plan first (issue 20): upstream's load balancers are adopted
+	// as they are, and the plan writes to neither the cloud nor the
+	// cluster.
+	planState, planCalls := clusterState(t), e.fake.Faults().Calls()
+	checkAdopted(t, e.plan(t, "plan", e.opts.Config), svcs)
+	checkPlanReadOnly(t, planState, planCalls, e.fake.Faults().Calls(), func(ep string) bool { return !strings.HasPrefix(ep, "GET ") })
+
 	callsBefore := e.fake.Faults().Calls()
 	e.restart()
 	for _, s := range svcs {

@@ -808,6 +808,19 @@ func TestGCEMigrationFromCloudProviderGCP(t *testing.T) {
 		t.Fatalf("could not turn the service and route controllers on in:\n%s", e.opts.Config)
 	}
 	e.opts.Config = strings.Replace(e.opts.Config, off, on, 1)
+	// polyccm plan first (issue 20): upstream's load balancers are adopted
+	// as they are, and the plan writes to neither the cloud nor the
+	// cluster.
+	planState, planCalls := clusterState(t), e.fake.Faults().Calls()
+	var planSvcs []*v1.Service
+	for _, b := range lbs {
+		planSvcs = append(planSvcs, b.svc)
+	}
+	checkAdopted(t, e.plan(t, "plan", e.opts.Config), planSvcs)
+	checkPlanReadOnly(t, planState, planCalls, e.fake.Faults().Calls(), func(ep string) bool {
+		return !strings.HasPrefix(ep, "GET ") && !strings.HasSuffix(ep, "/listInstances") && !strings.HasSuffix(ep, "/getHealth")
+	})
+
 	statsBefore := e.fake.Stats()
 	callsBefore := e.fake.Faults().Calls()
 	e.restart()

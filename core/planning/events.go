@@ -1,0 +1,48 @@
+package planning
+
+import (
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// recorder keeps the events the drivers record during a plan, per object,
+// for the report (a Warning there is what the sync would say of a
+// refused or ignored annotation); none is sent to the API server.
+type recorder struct {
+	mu     sync.Mutex
+	events map[string][]Event
+}
+
+func newRecorder() *recorder { return &recorder{events: map[string][]Event{}} }
+
+func (r *recorder) Event(obj runtime.Object, typ, reason, msg string) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := m.GetNamespace() + "/" + m.GetName()
+	r.events[k] = append(r.events[k], Event{Type: typ, Reason: reason, Message: msg})
+}
+
+func (r *recorder) Eventf(obj runtime.Object, typ, reason, format string, args ...any) {
+	r.Event(obj, typ, reason, fmt.Sprintf(format, args...))
+}
+
+func (r *recorder) AnnotatedEventf(obj runtime.Object, _ map[string]string, typ, reason, format string, args ...any) {
+	r.Eventf(obj, typ, reason, format, args...)
+}
+
+// take returns and forgets the events of one object.
+func (r *recorder) take(namespace, name string) []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := namespace + "/" + name
+	ev := r.events[k]
+	delete(r.events, k)
+	return ev
+}
