@@ -61,7 +61,7 @@ LDFLAGS := -s -w \
 
 GOFLAGS_BUILD := $(if $(TAGS),-tags $(TAGS)) -ldflags '$(LDFLAGS)'
 
-.PHONY: all build tools test test-unit test-e2e lint demo clean help version
+.PHONY: all build tools tools-cluster test test-unit test-e2e lint demo clean help version
 
 all: build
 
@@ -77,6 +77,10 @@ build:
 # from the Go module proxy and cached outside the repo.
 tools:
 	bash test/tools/build.sh
+
+# The demo needs etcd and kube-apiserver only, not the chart tests' helm.
+tools-cluster:
+	NO_HELM=1 bash test/tools/build.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -118,7 +122,7 @@ endif
 endif
 endif
 
-demo: tools build
+demo: tools-cluster build
 	CCMTEST_POLYCCM_BIN=$(CURDIR)/$(BIN) $(GO) run ./test/demo -driver $(DRIVER)
 
 # Packages and release tarballs (docs/packaging.md). File times are the last

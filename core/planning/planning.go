@@ -87,7 +87,7 @@ func Run(ctx context.Context, s Settings) (*Report, error) {
 	events := newRecorder()
 	ao := s.CloudAPI
 	ao.Driver, ao.Classify, ao.AuthHint = s.Driver.Name, s.Driver.Classify, s.Driver.CredentialsHint
-	// One attempt each: a plan reports a failure rather than wait it out.
+	// One retry at most: a plan reports a failure rather than wait it out.
 	ao.MaxAttempts = 2
 	api := cloudapi.New(ao)
 	cloudGuard := readonly.NewCloud()

@@ -133,9 +133,12 @@ build kube-apiserver "${kube_version}" "${here}" k8s.io/kubernetes/cmd/kube-apis
 	"8 to 30 minutes on 2 cores, depending on load" --version "Kubernetes ${kube_version}" -ldflags="${kube_ldflags# }"
 build etcd "${etcd_version}" "${here}" go.etcd.io/etcd/server/v3 \
 	"about 1-2 minutes on 2 cores" --version "etcd Version: ${etcd_version#v}"
-build helm "${helm_version}" "${helm_dir}" helm.sh/helm/v3/cmd/helm \
-	"3 to 10 minutes on 2 cores, depending on load" "version --short" "${helm_version}" -ldflags="${helm_ldflags}"
+# helm is for the chart tests only: `make demo` (NO_HELM=1) leaves it out.
+if [[ -z "${NO_HELM:-}" ]]; then
+	build helm "${helm_version}" "${helm_dir}" helm.sh/helm/v3/cmd/helm \
+		"3 to 10 minutes on 2 cores, depending on load" "version --short" "${helm_version}" -ldflags="${helm_ldflags}"
+fi
 
 echo "kube-apiserver: ${out_dir}/kube-apiserver-${kube_version}"
 echo "etcd:           ${out_dir}/etcd-${etcd_version}"
-echo "helm:           ${out_dir}/helm-${helm_version}"
+[[ -n "${NO_HELM:-}" ]] || echo "helm:           ${out_dir}/helm-${helm_version}"
