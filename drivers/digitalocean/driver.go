@@ -172,7 +172,7 @@ func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
 	if deps.Transport != nil {
 		rt = deps.Transport(rt)
 	}
-	hc := &http.Client{Transport: &tokenTransport{token: cfg.Token, base: rt}}
+	hc := &http.Client{Transport: &secret.Bearer{Token: cfg.Token, Cloud: "DigitalOcean", Base: rt}}
 	client, err := godo.New(hc, godo.SetBaseURL(base), godo.SetUserAgent(version.UserAgent()))
 	if err != nil {
 		return nil, fmt.Errorf("digitalocean: drivers.digitalocean.apiURL: %w", err)
@@ -194,27 +194,3 @@ func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
 
 // Instances returns the batched instance source.
 func (c *Cloud) Instances() instances.Source { return c }
-
-// tokenTransport reads the token for every request, so a rotated token
-// file or credential is used without a restart.
-type tokenTransport struct {
-	token secret.Secret
-	base  http.RoundTripper
-}
-
-func (t *tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	tok, err := t.token.RevealToken()
-	if err != nil {
-		return nil, &tokenError{err: err}
-	}
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+tok)
-	return t.base.RoundTrip(r)
-}
-
-// tokenError is a token we could not read: a credentials problem on our
-// side, reported like a rejected token.
-type tokenError struct{ err error }
-
-func (e *tokenError) Error() string { return "DigitalOcean API token: " + e.err.Error() }
-func (e *tokenError) Unwrap() error { return e.err }

@@ -9,13 +9,14 @@ import (
 
 	"github.com/digitalocean/godo"
 
+	"github.com/polyccm/polyccm/config/secret"
 	"github.com/polyccm/polyccm/core/cloudapi"
 )
 
 // classify maps godo errors onto core's kinds. DigitalOcean signals its
 // limits with 429 and RateLimit-* headers; Retry-After when it sends one.
 func classify(err error) cloudapi.Classification {
-	var te *tokenError
+	var te *secret.TokenError
 	if errors.As(err, &te) {
 		return cloudapi.Classification{Kind: cloudapi.KindUnauthorized}
 	}

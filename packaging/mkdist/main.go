@@ -20,7 +20,6 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"crypto/sha256"
-	"debug/buildinfo"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -30,9 +29,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/polyccm/polyccm/packaging/reproducible"
 )
 
 // extras are the files next to the binary in every tarball: name in the
@@ -64,7 +64,7 @@ func run(args []string) error {
 	if fs.NArg() == 0 {
 		return errors.New("no binaries given")
 	}
-	mtime, err := sourceDateEpoch()
+	mtime, err := reproducible.SourceDateEpoch("make dist")
 	if err != nil {
 		return err
 	}
@@ -110,23 +110,9 @@ func run(args []string) error {
 // checkBinary returns the binary's GOOS-GOARCH after checking it was built
 // the reproducible way.
 func checkBinary(bin string) (string, error) {
-	bi, err := buildinfo.ReadFile(bin)
+	settings, err := reproducible.BuildSettings(bin)
 	if err != nil {
-		return "", fmt.Errorf("reading the build information of %s: %w", bin, err)
-	}
-	settings := map[string]string{}
-	for _, s := range bi.Settings {
-		settings[s.Key] = s.Value
-	}
-	switch {
-	case settings["-trimpath"] != "true":
-		return "", fmt.Errorf("%s was built without -trimpath: its bytes depend on the build directory", bin)
-	case settings["vcs"] != "":
-		return "", fmt.Errorf("%s was built with VCS stamping (-buildvcs=false is needed): its bytes depend on the checkout's state and time", bin)
-	case settings["CGO_ENABLED"] != "0":
-		return "", fmt.Errorf("%s was built with cgo: not static, and its bytes depend on the C toolchain", bin)
-	case settings["GOOS"] == "" || settings["GOARCH"] == "":
-		return "", fmt.Errorf("%s: no GOOS/GOARCH in its build information", bin)
+		return "", err
 	}
 	return settings["GOOS"] + "-" + settings["GOARCH"], nil
 }
@@ -220,17 +206,4 @@ func addFile(tw *tar.Writer, hdr *tar.Header, src string) error {
 		return fmt.Errorf("%s: %w", src, err)
 	}
 	return nil
-}
-
-// sourceDateEpoch is $SOURCE_DATE_EPOCH, the time of every tarball entry.
-func sourceDateEpoch() (time.Time, error) {
-	s := os.Getenv("SOURCE_DATE_EPOCH")
-	if s == "" {
-		return time.Time{}, errors.New("SOURCE_DATE_EPOCH is not set: make dist sets it to the last commit's time")
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: not a number of seconds", s)
-	}
-	return time.Unix(n, 0).UTC(), nil
 }

@@ -31,7 +31,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"debug/buildinfo"
 	"encoding/pem"
 	"errors"
 	"flag"
@@ -56,6 +55,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/crypto/x509roots/fallback/bundle"
+
+	"github.com/polyccm/polyccm/packaging/reproducible"
 )
 
 const (
@@ -112,7 +113,7 @@ func parse(args []string) (options, error) {
 		return o, errors.New("no binaries given")
 	}
 	var err error
-	if o.mtime, err = sourceDateEpoch(); err != nil {
+	if o.mtime, err = reproducible.SourceDateEpoch("make image"); err != nil {
 		return o, err
 	}
 	o.created = o.mtime
@@ -240,22 +241,11 @@ type binaryInfo struct {
 // built the reproducible way and stamped with this version and commit (a
 // stale binary would otherwise be labelled with the wrong version).
 func checkBinary(bin, version, revision string) (binaryInfo, error) {
-	bi, err := buildinfo.ReadFile(bin)
+	s, err := reproducible.BuildSettings(bin)
 	if err != nil {
-		return binaryInfo{}, fmt.Errorf("reading the build information of %s: %w", bin, err)
+		return binaryInfo{}, err
 	}
-	s := map[string]string{}
-	for _, kv := range bi.Settings {
-		s[kv.Key] = kv.Value
-	}
-	switch {
-	case s["-trimpath"] != "true":
-		return binaryInfo{}, fmt.Errorf("%s was built without -trimpath: its bytes depend on the build directory", bin)
-	case s["vcs"] != "":
-		return binaryInfo{}, fmt.Errorf("%s was built with VCS stamping (-buildvcs=false is needed)", bin)
-	case s["CGO_ENABLED"] != "0":
-		return binaryInfo{}, fmt.Errorf("%s was built with cgo: not static, it would not run in an empty image", bin)
-	case s["GOOS"] != "linux" || s["GOARCH"] == "":
+	if s["GOOS"] != "linux" {
 		return binaryInfo{}, fmt.Errorf("%s is for %s/%s: images are for linux", bin, s["GOOS"], s["GOARCH"])
 	}
 	// -trimpath keeps -ldflags out of the build information, so look for
@@ -575,17 +565,4 @@ func push(ref string, idx v1.ImageIndex) (string, error) {
 		return "", fmt.Errorf("%s is %s in the registry after the push, want %s", ref, desc.Digest, want)
 	}
 	return ref + "@" + want.String(), nil
-}
-
-// sourceDateEpoch is $SOURCE_DATE_EPOCH, the time of every file.
-func sourceDateEpoch() (time.Time, error) {
-	s := os.Getenv("SOURCE_DATE_EPOCH")
-	if s == "" {
-		return time.Time{}, errors.New("SOURCE_DATE_EPOCH is not set: make image sets it to the last commit's time")
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: not a number of seconds", s)
-	}
-	return time.Unix(n, 0).UTC(), nil
 }
