@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/polyccm/polyccm/core/annotations"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/loadbalancers"
 )
@@ -85,6 +86,12 @@ func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, node
 	if err := s.plan.Apply(ctx); err != nil {
 		return nil, err
 	}
+	base := &syncBase{spec: s.ap.spec, subnets: s.ap.subnets, sgID: s.ap.sgID}
+	if s.obs.nodes != nil {
+		base.groups = s.obs.nodes.want
+		l.groups.learn(s.obs.nodes.found)
+	}
+	l.bases.Remember(ctx, svc.UID, base)
 	dns := s.ap.dns
 	if s.obs.lb != nil {
 		dns = aws.ToString(s.obs.lb.DNSName)
@@ -96,12 +103,7 @@ func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, node
 // no change in AWS. Invalid settings, a resource another owns and a
 // load balancer whose scheme would have to change stop it with an error.
 func (l *loadBalancers) planClassicSync(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*classicSync, error) {
-	a := LBAnnotations.Parse(svc)
-	ignoreOtherType(a, true)
-	spec := desiredClassic(svc, a, l.c.cluster)
-	if c, ok := hasClassic(svc); ok && !c {
-		a.Fail(AnnType, "the Service has a Network Load Balancer, which cannot become a Classic one; put the type back, or delete and recreate the Service")
-	}
+	spec, a := l.classicSpecOf(svc)
 	if a.Err() != nil {
 		return nil, a.Report(l.c.deps.Recorder)
 	}
@@ -150,6 +152,18 @@ func (l *loadBalancers) planClassicSync(ctx context.Context, svc *v1.Service, no
 		ap.sgID = aws.ToString(obs.sg.GroupId)
 	}
 	return &classicSync{obs: obs, plan: planClassic(spec, subnets, targets, obs, ap), ap: ap}, nil
+}
+
+// classicSpecOf is the Classic Load Balancer the Service asks for, with
+// the problems of its settings in the values.
+func (l *loadBalancers) classicSpecOf(svc *v1.Service) (*classicSpec, *annotations.Values) {
+	a := LBAnnotations.Parse(svc)
+	ignoreOtherType(a, true)
+	spec := desiredClassic(svc, a, l.c.cluster)
+	if c, ok := hasClassic(svc); ok && !c {
+		a.Fail(AnnType, "the Service has a Network Load Balancer, which cannot become a Classic one; put the type back, or delete and recreate the Service")
+	}
+	return spec, a
 }
 
 // getClassic reports the Classic Load Balancer; a managed group left

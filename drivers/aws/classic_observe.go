@@ -36,6 +36,7 @@ type classicObserved struct {
 // rule from it now; tagged, which of those carry the cluster tag.
 type classicNodeGroups struct {
 	want, have, tagged map[string]bool
+	found              *nodeGroups // as observeNodeGroups found them
 }
 
 // findClassic looks the load balancer up by name; (nil, nil) when AWS
@@ -157,7 +158,7 @@ func (l *loadBalancers) observeClassicNodeGroups(ctx context.Context, cl *client
 	if err != nil {
 		return nil, err
 	}
-	out := &classicNodeGroups{want: ng.want, have: map[string]bool{}, tagged: map[string]bool{}}
+	out := &classicNodeGroups{want: ng.want, have: map[string]bool{}, tagged: map[string]bool{}, found: ng}
 	if lbSG == "" {
 		return out, nil
 	}

@@ -24,8 +24,12 @@ const (
 	kindInstances      = "instances"
 )
 
-// instanceBatch is how many instances one (de)registration names.
-const instanceBatch = 100
+// instanceBatch is how many instances one (de)registration names. The
+// API documents no limit per call (the AWS CCM sends every instance in
+// one); the account's default quota is 1,000 registered instances per
+// Classic Load Balancer (adjustable), so one call covers a load balancer
+// within that quota and a request stays some 50 KB.
+const instanceBatch = 1000
 
 // planClassic computes the changes that make what AWS has (obs) the
 // Classic Load Balancer the Service asks for, in an order AWS accepts:

@@ -25,6 +25,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 	if elsewhere(svc) {
 		return cloudprovider.ImplementedElsewhere
 	}
+	l.bases.Forget(svc.UID) // nothing left for a node sync to follow
 	if l.isClassic(svc) {
 		return l.deleteClassic(ctx, svc)
 	}

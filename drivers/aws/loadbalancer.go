@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
+	"github.com/polyccm/polyccm/core/annotations"
 	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
@@ -30,6 +32,9 @@ const consistencyRetry = 2 * time.Second
 type loadBalancers struct {
 	c   *Cloud
 	own *loadbalancers.Ownership
+	// bases and groups are what the node-only sync reuses (nodesync.go).
+	bases  loadbalancers.Bases[*syncBase]
+	groups instanceGroups
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
@@ -93,9 +98,23 @@ func (l *loadBalancers) leftovers(ctx context.Context, cl *clients, svc *v1.Serv
 }
 
 // UpdateLoadBalancer follows node changes. core/loadbalancers.Rules runs
-// it without creates: it never makes an NLB.
+// it without creates: it never makes a load balancer. It changes only the
+// targets where the node-only sync can (nodesync.go); otherwise it runs
+// the full sync.
 func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
-	_, err := l.ensure(ctx, svc, nodes)
+	var done bool
+	var err error
+	switch {
+	case elsewhere(svc):
+	case l.wantsClassic(svc):
+		done, err = l.syncClassicNodes(ctx, svc, nodes)
+	default:
+		done, err = l.syncNLBNodes(ctx, svc, nodes)
+	}
+	if done {
+		return err
+	}
+	_, err = l.ensure(ctx, svc, nodes)
 	return err
 }
 
@@ -109,6 +128,9 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v
 // applies it. A change that fails stops the rest; the next sync observes
 // what was made and plans only what is left.
 func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	// What the last full sync left no longer holds once this one starts:
+	// it may stop half done.
+	l.bases.Forget(svc.UID)
 	if !elsewhere(svc) && l.wantsClassic(svc) {
 		return l.ensureClassic(ctx, svc, nodes)
 	}
@@ -138,6 +160,12 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if err := s.plan.Apply(ctx); err != nil {
 		return nil, err
 	}
+	base := &syncBase{spec: s.ap.spec, subnets: s.ap.subnets, sgID: s.ap.sgID, tgARNs: maps.Clone(s.ap.tgARNs)}
+	if s.obs.nodes != nil {
+		base.groups = s.obs.nodes.want
+		l.groups.learn(s.obs.nodes)
+	}
+	l.bases.Remember(ctx, svc.UID, base)
 	return lbStatus(s.ap.lb), nil
 }
 
@@ -156,12 +184,7 @@ func (l *loadBalancers) planSync(ctx context.Context, svc *v1.Service, nodes []*
 	if elsewhere(svc) {
 		return nil, cloudprovider.ImplementedElsewhere
 	}
-	a := LBAnnotations.Parse(svc)
-	ignoreOtherType(a, false)
-	if c, ok := hasClassic(svc); ok && c {
-		a.Fail(AnnType, "the Service has a Classic Load Balancer, which cannot become a Network Load Balancer; put the type back, or delete and recreate the Service")
-	}
-	spec := desiredNLB(svc, a, l.c.cluster)
+	spec, a := l.nlbSpecOf(svc)
 	// Problems so far stop here; ignored annotations are said once, below,
 	// with what the subnets add.
 	if a.Err() != nil {
@@ -205,4 +228,15 @@ func (l *loadBalancers) planSync(ctx context.Context, svc *v1.Service, nodes []*
 	}
 	ap := newApplier(l, cl, svc, vpc, spec, subnets, targets, obs)
 	return &syncPlan{obs: obs, plan: planNLB(spec, subnets, targets, obs, ap), ap: ap}, nil
+}
+
+// nlbSpecOf is the NLB the Service asks for, with the problems of its
+// settings in the values.
+func (l *loadBalancers) nlbSpecOf(svc *v1.Service) (*nlbSpec, *annotations.Values) {
+	a := LBAnnotations.Parse(svc)
+	ignoreOtherType(a, false)
+	if c, ok := hasClassic(svc); ok && c {
+		a.Fail(AnnType, "the Service has a Classic Load Balancer, which cannot become a Network Load Balancer; put the type back, or delete and recreate the Service")
+	}
+	return desiredNLB(svc, a, l.c.cluster), a
 }

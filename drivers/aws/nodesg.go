@@ -230,6 +230,10 @@ func planNodeGroup(lb string, current, want []nodeRule) nodeGroupChange {
 type nodeGroups struct {
 	rules map[string][]nodeRule // by group ID
 	want  map[string]bool       // the groups of the NLB's targets
+	// of is each target's group ("" none) and tagged the cluster's
+	// groups, which the node-only sync reuses (nodesync.go).
+	of     map[string]string
+	tagged map[string]bool
 }
 
 // observeNodeGroups reads the cluster's node groups and picks the group of
@@ -237,13 +241,14 @@ type nodeGroups struct {
 // is an error naming the instance: opening the wrong group would be
 // worse than waiting for the operator.
 func (l *loadBalancers) observeNodeGroups(ctx context.Context, cl *clients, vpc string, targets []string) (*nodeGroups, error) {
-	ng := &nodeGroups{rules: map[string][]nodeRule{}, want: map[string]bool{}}
+	ng := &nodeGroups{rules: map[string][]nodeRule{}, want: map[string]bool{}, of: map[string]string{}, tagged: map[string]bool{}}
 	tagged, err := l.clusterGroups(ctx, cl, vpc)
 	if err != nil {
 		return nil, err
 	}
 	for _, sg := range tagged {
 		ng.rules[aws.ToString(sg.GroupId)] = nodeRulesOf(sg.IpPermissions)
+		ng.tagged[aws.ToString(sg.GroupId)] = true
 	}
 	for chunk := range slices.Chunk(targets, filterChunk) {
 		insts, err := l.c.describeInstances(ctx, cl, []ec2types.Filter{{Name: aws.String("instance-id"), Values: chunk}})
@@ -255,6 +260,7 @@ func (l *loadBalancers) observeNodeGroups(ctx context.Context, cl *clients, vpc 
 			if err != nil {
 				return nil, err
 			}
+			ng.of[aws.ToString(in.InstanceId)] = id
 			if id != "" {
 				ng.want[id] = true
 			}
