@@ -154,8 +154,8 @@ func TestGetMissing(t *testing.T) {
 			// rebuild that cannot work.
 			name:    "no such driver",
 			have:    []string{"digitalocean", "aws"},
-			ask:     "hetzner",
-			want:    []string{`"hetzner" is not a polyccm driver`, "polyccm's drivers are aws, digitalocean, gce", "this binary has: aws, digitalocean"},
+			ask:     "vultr",
+			want:    []string{`"vultr" is not a polyccm driver`, "polyccm's drivers are aws, digitalocean, gce, hetzner", "this binary has: aws, digitalocean"},
 			notWant: []string{"make build", "-tags", "did you mean"},
 		},
 		{

@@ -14,6 +14,7 @@ import (
 	"github.com/polyccm/polyccm/drivers/aws"
 	"github.com/polyccm/polyccm/drivers/digitalocean"
 	"github.com/polyccm/polyccm/drivers/gce"
+	"github.com/polyccm/polyccm/drivers/hetzner"
 	"github.com/polyccm/polyccm/test/harness"
 )
 
@@ -29,6 +30,7 @@ func TestAnnotationTables(t *testing.T) {
 		"docs/aws-load-balancers.md":          aws.LBAnnotations,
 		"docs/digitalocean-load-balancers.md": digitalocean.LBAnnotations,
 		"docs/gce-load-balancers.md":          gce.LBAnnotations,
+		"docs/hetzner-load-balancers.md":      hetzner.LBAnnotations,
 	} {
 		t.Run(doc, func(t *testing.T) {
 			path := filepath.Join(harness.RepoRoot(), doc)

@@ -1,8 +1,8 @@
 // Package simcloud is a simulated cloud per driver, over the fake APIs of
 // test/fakecloud, on a Profile of the real cloud's timing (Realistic by
-// default). One adapter per cloud (StartAWS, StartGCE, StartDigitalOcean)
-// starts the fake with its credentials and writes the drivers.<name>
-// config block that points polyccm at it; the e2e tests, the demo
+// default). One adapter per cloud (StartAWS, StartGCE, StartDigitalOcean,
+// StartHetzner) starts the fake with its credentials and writes the
+// drivers.<name> config block that points polyccm at it; the e2e tests, the demo
 // (test/demo) and the cluster-scale benchmark (test/bench) all start their
 // clouds through it. Cloud, for the demo and the benchmark, also fills the
 // cloud with instances and describes its load balancers.
@@ -89,6 +89,7 @@ var clouds = map[string]func(Options) (Cloud, error){
 	"digitalocean": newDigitalOcean,
 	"gce":          newGCE,
 	"aws":          newAWS,
+	"hetzner":      newHetzner,
 }
 
 // Names lists the drivers with a simulated cloud, sorted.
