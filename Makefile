@@ -110,7 +110,7 @@ test: lint tools
 # make demo DRIVER=NAME runs on one of the simulated clouds of test/demo
 # (a file each). DRIVER is checked before anything is built; with DRIVERS
 # set, the build must include it.
-DEMO_DRIVERS := digitalocean gce aws
+DEMO_DRIVERS := digitalocean gce aws hetzner
 ifneq ($(filter demo,$(MAKECMDGOALS)),)
 ifeq ($(filter $(DEMO_DRIVERS),$(DRIVER)),)
 $(error DRIVER=$(DRIVER): the demo simulates $(DEMO_DRIVERS): run make demo DRIVER=one of them)

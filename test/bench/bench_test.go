@@ -19,7 +19,7 @@ import (
 // and wrote. The real sizes are for `make bench`, never for a timed test.
 func TestBenchSmall(t *testing.T) {
 	cluster.SkipIfNoBinaries(t)
-	for _, driver := range []string{"digitalocean", "aws", "gce"} {
+	for _, driver := range []string{"digitalocean", "aws", "gce", "hetzner"} {
 		t.Run(driver, func(t *testing.T) {
 			out := t.TempDir()
 			o := options{
@@ -167,7 +167,7 @@ func TestBenchSteady(t *testing.T) {
 // targets exactly the new set, with no throttled call.
 func TestBenchLoadBalancers(t *testing.T) {
 	cluster.SkipIfNoBinaries(t)
-	for _, driver := range []string{"digitalocean", "aws", "gce"} {
+	for _, driver := range []string{"digitalocean", "aws", "gce", "hetzner"} {
 		t.Run(driver, func(t *testing.T) {
 			o := options{
 				Driver: driver, Nodes: []int{1}, Latency: 10 * time.Millisecond, LatencyMS: 10, Rate: 20, Burst: 40,

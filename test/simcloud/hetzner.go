@@ -64,13 +64,16 @@ func (p Profile) Hetzner(f *fakehz.Server) {
 }
 
 // Config writes the token into dir and returns the drivers.hetzner
-// block.
+// block: the token file, the fake's endpoint, the network, and fsn1 for
+// new load balancers.
 func (a *HetznerProject) Config(dir string) (string, error) {
 	p := filepath.Join(dir, "hetzner-token")
 	if err := os.WriteFile(p, []byte(a.Token+"\n"), 0o600); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("token: {file: %s}\napiURL: %s\nnetwork: %s", p, a.Fake.Endpoint(), HetznerNetwork), nil
+	// Load balancers need a location; clusters set it once, as
+	// HCLOUD_LOAD_BALANCERS_LOCATION, where the servers are.
+	return fmt.Sprintf("token: {file: %s}\napiURL: %s\nnetwork: %s\nloadBalancer:\n  location: fsn1", p, a.Fake.Endpoint(), HetznerNetwork), nil
 }
 
 // hetzner is the simulated Hetzner Cloud (test/fakecloud/hetzner).
