@@ -24,6 +24,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 	if elsewhere(svc, nil) {
 		return cloudprovider.ImplementedElsewhere
 	}
+	l.bases.Forget(svc.UID) // nothing left for a node sync to follow
 	cl, env, cid, err := l.setup(ctx)
 	if err != nil {
 		return err
@@ -233,6 +234,8 @@ func (l *loadBalancers) pruneInstanceGroups(ctx context.Context, cl *clients, en
 	}
 	name := instanceGroupName(cid)
 	d := l.deleter(cl, env, &lbSpec{cid: cid})
+	// A group deleted is no longer what a node-only sync made it.
+	defer l.groups.forgetAll()
 	for _, zone := range zones {
 		if _, err := d.del(ctx, "instanceGroups.delete", "deleting instance group "+name+" in "+zone, true, func(ctx context.Context, rid *string) (*compute.Operation, error) {
 			return cl.instanceGroups.Delete(ctx, &computepb.DeleteInstanceGroupRequest{RequestId: rid, Project: env.project, Zone: zone, InstanceGroup: name})

@@ -151,6 +151,7 @@ func viewBackendService(bs *computepb.BackendService) backendServiceView {
 // meanwhile (an insert meeting it counts as done), so the members are read
 // back, not assumed none.
 func (l *loadBalancers) createInstanceGroup(ctx context.Context, cl *clients, env *environment, name, zone string, want map[string]bool) error {
+	defer l.lockGroupChange(zone)()
 	g := &computepb.InstanceGroup{Name: &name}
 	if err := l.c.change(ctx, cl, "instanceGroups.insert", "creating instance group "+name+" in "+zone, func(ctx context.Context, rid *string) (*compute.Operation, error) {
 		return cl.instanceGroups.Insert(ctx, &computepb.InsertInstanceGroupRequest{RequestId: rid, Project: env.project, Zone: zone, InstanceGroupResource: g})
@@ -162,11 +163,20 @@ func (l *loadBalancers) createInstanceGroup(ctx context.Context, cl *clients, en
 		return err
 	}
 	add, remove := loadbalancers.Delta(want, have, strings.Compare)
-	return l.updateInstanceGroup(ctx, cl, env, name, zone, add, remove)
+	return l.changeGroupMembers(ctx, cl, env, name, zone, add, remove)
 }
 
-// updateInstanceGroup changes the members of the cluster's group of zone.
+// updateInstanceGroup changes the members of the cluster's group of zone
+// for a full sync.
 func (l *loadBalancers) updateInstanceGroup(ctx context.Context, cl *clients, env *environment, name, zone string, add, remove []string) error {
+	defer l.lockGroupChange(zone)()
+	return l.changeGroupMembers(ctx, cl, env, name, zone, add, remove)
+}
+
+// changeGroupMembers adds and removes members of the cluster's group of
+// zone, in the target pools' chunks; the caller holds the groups' lock
+// (internal_nodes.go).
+func (l *loadBalancers) changeGroupMembers(ctx context.Context, cl *clients, env *environment, name, zone string, add, remove []string) error {
 	for chunk := range slices.Chunk(add, targetPoolChunk) {
 		refs := refsOf(chunk)
 		if err := l.c.change(ctx, cl, "instanceGroups.addInstances", "adding instances to "+name+" in "+zone, func(ctx context.Context, rid *string) (*compute.Operation, error) {

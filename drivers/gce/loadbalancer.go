@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -32,6 +33,9 @@ type loadBalancers struct {
 	// that uses them holds it for reading, the delete of one for writing,
 	// so nothing is deleted between another sync's making it and using it.
 	shared sync.RWMutex
+	// bases and groups are what the node-only sync reuses (nodesync.go).
+	bases  loadbalancers.Bases[*syncBase]
+	groups groupMemo
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
@@ -204,8 +208,16 @@ func (l *loadBalancers) releaseFinalizers(ctx context.Context, svc *v1.Service) 
 }
 
 // UpdateLoadBalancer follows node changes. core/loadbalancers.Rules runs
-// it without creates: it never makes a load balancer.
+// it without creates: it never makes a load balancer. It changes only the
+// members where the node-only sync can (nodesync.go); otherwise it runs
+// the full sync.
 func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
+	if done, err := l.syncNodes(ctx, svc, nodes); done {
+		if err != nil {
+			l.recordOperationError(svc, err)
+		}
+		return err
+	}
 	_, err := l.ensure(ctx, svc, nodes)
 	return err
 }
@@ -220,6 +232,11 @@ func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v
 // ensure is one sync: observe the Service's resources, plan the changes
 // they need, apply them.
 func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	// What the last full sync left no longer holds once this one starts:
+	// it may stop half done. A dry run changes nothing, so it still does.
+	if loadbalancers.DryRunFrom(ctx) == nil {
+		l.bases.Forget(svc.UID)
+	}
 	p, spec, err := l.planFor(ctx, svc, nodes)
 	if err != nil {
 		return nil, err
@@ -235,6 +252,7 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 		l.recordOperationError(svc, err)
 		return nil, err
 	}
+	l.bases.Remember(ctx, svc.UID, p.base)
 	return &v1.LoadBalancerStatus{Ingress: ingress(svc, p.ip, p.ip6)}, nil
 }
 
@@ -248,6 +266,7 @@ func (l *loadBalancers) planFor(ctx context.Context, svc *v1.Service, nodes []*v
 	}
 	a := LBAnnotations.Parse(svc)
 	spec := desiredLB(svc, a, l.c.cfg.Subnetwork, cid)
+	view := spec.view() // before observing fills parts in
 	// Invalid settings are refused before any call, unless the Service
 	// may be another controller's: then the rule decides first (a rule to
 	// a target pool keeps it polyccm's).
@@ -272,7 +291,11 @@ func (l *loadBalancers) planFor(ctx context.Context, svc *v1.Service, nodes []*v
 		}
 	}
 	p, err := l.observeAndPlan(ctx, cl, env, svc, spec, nodes, fr)
-	return p, spec, err
+	if err != nil {
+		return nil, nil, err
+	}
+	p.base.spec = view
+	return p, spec, nil
 }
 
 // observeAndPlan plans the sync of spec from the rule fr (nil: none).
@@ -317,6 +340,7 @@ func (l *loadBalancers) observeAndPlan(ctx context.Context, cl *clients, env *en
 		return nil, err
 	}
 	p := l.plan(cl, env, spec, byZone, obs)
+	p.base = &syncBase{tags: spec.targetTags, zones: slices.Sorted(maps.Keys(byZone))}
 	if !cloudapi.MayCreate(ctx) {
 		// A node sync changes membership only; anything it would have
 		// to make again (a rule replaced, a resource gone) waits for the

@@ -15,8 +15,10 @@ import (
 )
 
 // Every Compute change returns an Operation. polyccm waits for it a short,
-// bounded while (polling through core, so the rate limit and metrics
-// apply), then lets the controller come back instead of holding a worker.
+// bounded while, through the API's operations.wait, which answers once the
+// operation is DONE (or after about two minutes): one call where polling
+// takes several (a target pool's addInstance runs for seconds). Then it
+// lets the controller come back instead of holding a worker.
 const (
 	opBudget       = 10 * time.Second
 	opFirstPoll    = 200 * time.Millisecond
@@ -65,34 +67,59 @@ func (c *Cloud) wait(ctx context.Context, cl *clients, p *computepb.Operation, w
 		if p.GetStatus() == computepb.Operation_DONE {
 			return operationResult(p, what)
 		}
-		if time.Now().After(deadline) {
+		left := time.Until(deadline)
+		if left <= 0 {
 			return loadbalancers.Pending(opRetryAfter, "%s: operation %s is still running; checking again in %s", what, p.GetName(), opRetryAfter)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(pause):
-		}
-		pause = min(pause*2, opMaxPoll)
-		next, err := call(ctx, c, "operations.get", func(ctx context.Context) (*computepb.Operation, error) {
-			return getOperation(ctx, cl, p)
-		})
+		// Cut before the HTTP client's own bound (cloudAPI.timeout), so
+		// that the end of the budget reads as "still running", not as a
+		// failed call.
+		next, err := c.waitOnce(ctx, cl, p, min(left, c.api.AttemptTimeout()*9/10))
 		if err != nil {
 			return fmt.Errorf("%s: following operation %s: %w", what, p.GetName(), err)
 		}
+		if next == nil || next.GetStatus() == computepb.Operation_DONE {
+			if next != nil {
+				p = next
+			}
+			continue
+		}
 		p = next
+		// operations.wait may answer early ("best effort"): a pause keeps
+		// that from turning into a busy loop.
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(min(pause, time.Until(deadline))):
+		}
+		pause = min(pause*2, opMaxPoll)
 	}
 }
 
-func getOperation(ctx context.Context, cl *clients, p *computepb.Operation) (*computepb.Operation, error) {
+// waitOnce is one operations.wait of at most d. It returns nil, nil when
+// d passed first: the operation is still running as far as anyone knows.
+func (c *Cloud) waitOnce(ctx context.Context, cl *clients, p *computepb.Operation, d time.Duration) (*computepb.Operation, error) {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	next, err := call(wctx, c, "operations.wait", func(ctx context.Context) (*computepb.Operation, error) {
+		return waitOperation(ctx, cl, p)
+	})
+	if err != nil && wctx.Err() != nil && ctx.Err() == nil {
+		return nil, nil
+	}
+	return next, err
+}
+
+// waitOperation is the scope's operations.wait for p.
+func waitOperation(ctx context.Context, cl *clients, p *computepb.Operation) (*computepb.Operation, error) {
 	project := projectOf(p.GetSelfLink())
 	switch {
 	case p.GetZone() != "":
-		return cl.zoneOps.Get(ctx, &computepb.GetZoneOperationRequest{Project: project, Zone: lastSegment(p.GetZone()), Operation: p.GetName()})
+		return cl.zoneOps.Wait(ctx, &computepb.WaitZoneOperationRequest{Project: project, Zone: lastSegment(p.GetZone()), Operation: p.GetName()})
 	case p.GetRegion() != "":
-		return cl.regionOps.Get(ctx, &computepb.GetRegionOperationRequest{Project: project, Region: lastSegment(p.GetRegion()), Operation: p.GetName()})
+		return cl.regionOps.Wait(ctx, &computepb.WaitRegionOperationRequest{Project: project, Region: lastSegment(p.GetRegion()), Operation: p.GetName()})
 	}
-	return cl.globalOps.Get(ctx, &computepb.GetGlobalOperationRequest{Project: project, Operation: p.GetName()})
+	return cl.globalOps.Wait(ctx, &computepb.WaitGlobalOperationRequest{Project: project, Operation: p.GetName()})
 }
 
 // operationResult reads a done Operation's errors.
@@ -152,7 +179,7 @@ func newRequestID() string {
 }
 
 // globalOperation stands for an Operation the discovery-based client
-// returned, so wait follows it with the same machinery (its first poll
+// returned, so wait follows it with the same machinery (its first wait
 // reads the real status and errors).
 func globalOperation(project, name string) *computepb.Operation {
 	return &computepb.Operation{Name: &name, SelfLink: ptr("projects/" + project + "/global/operations/" + name)}

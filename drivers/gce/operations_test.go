@@ -253,7 +253,7 @@ func TestFollowingAnOperationFails(t *testing.T) {
 	nodes := e.nodes("n", 1, testZone)
 	svc := service(nil)
 	e.mustEnsure(svc, nodes)
-	e.fake.Faults().AddRule(faults.Rule{Match: "GET /compute/v1/projects/{project}/regions/{region}/operations/{operation}", Status: 500})
+	e.fake.Faults().AddRule(faults.Rule{Match: "POST /compute/v1/projects/{project}/regions/{region}/operations/{operation}/wait", Status: 500})
 	err := e.lb.EnsureLoadBalancerDeleted(ctx(t), "kubernetes", svc)
 	if err == nil || !strings.Contains(err.Error(), "following operation") {
 		t.Fatalf("EnsureLoadBalancerDeleted = %v, want an error following the operation", err)

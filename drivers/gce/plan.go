@@ -33,6 +33,8 @@ const newAddress = "(the address reserved for it)"
 type lbPlan struct {
 	loadbalancers.Plan
 	ip, ip6 string
+	// base is what the node-only sync may reuse once the plan is applied.
+	base *syncBase
 }
 
 // ipOr is the address for a plan's fields before it is applied.
