@@ -80,7 +80,9 @@ func (s *Server) LoadBalancers() []LoadBalancer {
 // CreateLoadBalancerDirect stores a load balancer as if created long ago
 // (by hcloud CCM, for a migration test): no action, no lock. Unset fields
 // get the API's defaults (type lb11, location fsn1, round robin, service
-// and health check defaults, public addresses); Network, if set, is
+// and health check defaults, public addresses allocated), except
+// PublicInterface: a bool cannot say "unset", so false means the public
+// interface is off, as the caller wrote it; Network, if set, is
 // joined at PrivateIP or the next free address. It returns the ID, or an
 // error for what the API would refuse.
 func (s *Server) CreateLoadBalancerDirect(lb LoadBalancer) (int64, error) {
