@@ -49,7 +49,7 @@ const (
 	chartNamespace = "kube-system"
 )
 
-var chartDrivers = []string{"aws", "gce", "digitalocean"}
+var chartDrivers = []string{"aws", "gce", "digitalocean", "hetzner"}
 
 // regexpSemverTag is a release tag: vMAJOR.MINOR.PATCH.
 var regexpSemverTag = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`)

@@ -151,6 +151,9 @@ Secret's files.
 {{- if and (eq $driver "digitalocean") (not (hasKey $block "token")) }}
 {{- fail "driver digitalocean needs an API token: set credentials.existingSecret to a Secret holding it under the key credentials.keys.digitalocean.token" }}
 {{- end }}
+{{- if and (eq $driver "hetzner") (not (hasKey $block "token")) }}
+{{- fail "driver hetzner needs an API token: set credentials.existingSecret to a Secret holding it under the key credentials.keys.hetzner.token" }}
+{{- end }}
 {{- if and (eq $driver "aws") (ne (hasKey $block "accessKeyID") (hasKey $block "secretAccessKey")) }}
 {{- fail "driver aws: give both credentials.keys.aws.accessKeyID and credentials.keys.aws.secretAccessKey, or neither (the instance role)" }}
 {{- end }}
