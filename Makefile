@@ -1,6 +1,6 @@
 # polyccm: one static cloud-controller-manager binary for several clouds.
 #
-#   make demo [DRIVER=gce|aws]  the main job on a local cluster and a simulated cloud
+#   make demo [DRIVER=gce|aws|hetzner]  the main job on a local cluster and a simulated cloud
 #   make test                   unit tests, the build-tag matrix and the e2e
 #   make build                  bin/polyccm with every driver
 #   make build DRIVERS=aws,digitalocean   only those drivers

@@ -2,8 +2,8 @@
 // etcd and kube-apiserver, a simulated cloud, and the real polyccm binary
 // initializing a few dozen Nodes that register at once, then serving a
 // Service of type LoadBalancer and reacting to a powered-off and a deleted
-// instance. Run it with `make demo` (DigitalOcean), `make demo DRIVER=gce`
-// or `make demo DRIVER=aws`.
+// instance. Run it with `make demo` (DigitalOcean), `make demo DRIVER=gce`,
+// `make demo DRIVER=aws` or `make demo DRIVER=hetzner`.
 //
 // The simulated clouds are test/simcloud's, shared with the benchmark.
 package main
