@@ -39,6 +39,7 @@ var unitCredentials = map[string]string{
 	"drivers.aws.accessKeyID":     "aws-access-key-id",
 	"drivers.aws.secretAccessKey": "aws-secret-access-key",
 	"drivers.gce.credentials":     "gce-credentials.json",
+	"drivers.hetzner.token":       "hcloud-token",
 }
 
 // systemdAnalyze returns the path of systemd-analyze. Without it the

@@ -36,7 +36,7 @@ func TestSimulatedCloud(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`^token: \{file: (\S+)\}\napiURL: (http://127\.0\.0\.1:\d+/v1)\nnetwork: k8s$`).FindStringSubmatch(block)
+	m := regexp.MustCompile(`^token: \{file: (\S+)\}\napiURL: (http://127\.0\.0\.1:\d+/v1)\nnetwork: k8s\nloadBalancer:\n  location: fsn1$`).FindStringSubmatch(block)
 	if m == nil {
 		t.Fatalf("block = %q", block)
 	}
