@@ -2,7 +2,6 @@ package aws
 
 import (
 	"context"
-	"reflect"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -23,29 +22,11 @@ import (
 // already. done is false when the full sync must decide; nothing has been
 // changed then.
 func (l *loadBalancers) syncClassicNodes(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (done bool, err error) {
-	base, _ := l.bases.Get(svc.UID)
-	if base == nil {
-		fallBack(svc, "no full sync of the Service in this process yet")
-		return false, nil
-	}
-	was, ok := base.spec.(*classicSpec)
-	subnets, _ := base.subnets.([]string)
+	base, spec, ok := unchangedSpec(l, svc, l.classicSpecOf)
 	if !ok {
-		fallBack(svc, "the Service's last full sync was of another kind of load balancer")
 		return false, nil
 	}
-	spec, a := l.classicSpecOf(svc)
-	if a.Err() != nil {
-		fallBack(svc, "the Service's settings have problems, which the full sync reports")
-		return false, nil
-	}
-	// The target-node-labels annotation, ports, health check...: any
-	// change is the full sync's, even one the service controller has not
-	// passed on yet.
-	if !reflect.DeepEqual(spec, was) {
-		fallBack(svc, "the Service asks for something else than at its last full sync")
-		return false, nil
-	}
+	subnets, _ := base.subnets.([]string)
 	cl, err := l.c.client(ctx)
 	if err != nil {
 		return true, err

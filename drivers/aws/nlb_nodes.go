@@ -3,7 +3,6 @@ package aws
 import (
 	"context"
 	"maps"
-	"reflect"
 	"slices"
 	"strconv"
 
@@ -24,26 +23,11 @@ import (
 // tags, the node groups). done is false when the full sync must decide;
 // nothing has been changed then.
 func (l *loadBalancers) syncNLBNodes(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (done bool, err error) {
-	base, _ := l.bases.Get(svc.UID)
-	if base == nil {
-		fallBack(svc, "no full sync of the Service in this process yet")
-		return false, nil
-	}
-	was, ok := base.spec.(*nlbSpec)
-	subnets, _ := base.subnets.([]subnet)
+	base, spec, ok := unchangedSpec(l, svc, l.nlbSpecOf)
 	if !ok {
-		fallBack(svc, "the Service's last full sync was of another kind of load balancer")
 		return false, nil
 	}
-	spec, a := l.nlbSpecOf(svc)
-	if a.Err() != nil {
-		fallBack(svc, "the Service's settings have problems, which the full sync reports")
-		return false, nil
-	}
-	if !reflect.DeepEqual(spec, was) {
-		fallBack(svc, "the Service asks for something else than at its last full sync")
-		return false, nil
-	}
+	subnets, _ := base.subnets.([]subnet)
 	cl, err := l.c.client(ctx)
 	if err != nil {
 		return true, err

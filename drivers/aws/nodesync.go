@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"maps"
+	"reflect"
 	"slices"
 	"sync"
 
@@ -10,6 +11,8 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/polyccm/polyccm/core/annotations"
 )
 
 // The node-only sync. When Nodes join or leave, the service controller
@@ -147,6 +150,35 @@ func (l *loadBalancers) sameNodeGroups(ctx context.Context, cl *clients, base *s
 		return false, err
 	}
 	return maps.Equal(want, base.groups), nil
+}
+
+// unchangedSpec starts both node-only syncs: the Service's base, and its
+// spec (specOf: classicSpecOf or nlbSpecOf) when that is still what the
+// base's full sync asked for. The target-node-labels annotation, ports,
+// health check...: any change is the full sync's, even one the service
+// controller has not passed on yet. ok false, logged, sends the node sync
+// to the full sync.
+func unchangedSpec[S any](l *loadBalancers, svc *v1.Service, specOf func(*v1.Service) (S, *annotations.Values)) (base *syncBase, spec S, ok bool) {
+	base, _ = l.bases.Get(svc.UID)
+	if base == nil {
+		fallBack(svc, "no full sync of the Service in this process yet")
+		return nil, spec, false
+	}
+	was, ok := base.spec.(S)
+	if !ok {
+		fallBack(svc, "the Service's last full sync was of another kind of load balancer")
+		return nil, spec, false
+	}
+	spec, a := specOf(svc)
+	if a.Err() != nil {
+		fallBack(svc, "the Service's settings have problems, which the full sync reports")
+		return nil, spec, false
+	}
+	if !reflect.DeepEqual(spec, was) {
+		fallBack(svc, "the Service asks for something else than at its last full sync")
+		return nil, spec, false
+	}
+	return base, spec, true
 }
 
 // fallBack logs why a node sync runs as a full sync.
