@@ -51,6 +51,8 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 	d := l.deleter(cl, env, spec)
 	steps := []func(context.Context) error{
 		d.address, d.forwardingRule,
+		// Upstream's deny rule, before the allow rules it would override.
+		func(ctx context.Context) error { return l.deleteDeny(ctx, cl, env, svc, spec) },
 		// An IPv6 rule of an internal load balancer (or one left by a
 		// switch to external) forwards to the backend service below.
 		func(ctx context.Context) error { return d.addressNamed(ctx, ipv6Name(spec.base)) },

@@ -81,6 +81,12 @@ type Config struct {
 	// default), IPV4_IPV6 or IPV6. An IPV6 cluster lists its Nodes' IPv6
 	// addresses first.
 	StackType string `koanf:"stackType"`
+	// L4DenyFirewall is cloud-provider-gcp's opt-in deny rule of external
+	// load balancers (denyfirewall.go): "enabled" (its
+	// --enable-l4-deny-firewall), "cleanup" (its rollback cleanup without
+	// that flag: the deny rules are deleted), or empty: each Service keeps
+	// what it has, a deny rule with allow rules above it or neither.
+	L4DenyFirewall string `koanf:"l4DenyFirewall"`
 }
 
 // Cluster stack types (gce.conf stack-type).
@@ -134,6 +140,11 @@ func (c *Config) Validate() error {
 	default:
 		add("stackType", "%q is not a stack type: use IPV4, IPV4_IPV6 or IPV6 (cloud-provider-gcp's stack-type)", c.StackType)
 	}
+	switch c.L4DenyFirewall {
+	case DenyFirewallKeep, DenyFirewallEnabled, DenyFirewallCleanup:
+	default:
+		add("l4DenyFirewall", "%q is not a deny-firewall mode: use enabled (cloud-provider-gcp's --enable-l4-deny-firewall), cleanup (its rollback cleanup: delete the deny rules) or leave it empty (keep what each Service has)", c.L4DenyFirewall)
+	}
 	if c.Endpoint != "" {
 		if err := config.CheckURL("endpoint", c.Endpoint, ""); err != nil {
 			errs = append(errs, err)
@@ -149,6 +160,7 @@ func init() {
 		New:             New,
 		Capabilities:    []driver.Capability{driver.Instances, driver.LoadBalancers, driver.Routes, driver.Volumes},
 		Classify:        classify,
+		UpstreamMetrics: upstreamMetrics,
 		CredentialsHint: "the service account (drivers.gce.credentials, GOOGLE_APPLICATION_CREDENTIALS or the instance's) and its compute permissions",
 	})
 }

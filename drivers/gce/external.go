@@ -258,13 +258,14 @@ func refsOf(urls []string) []*computepb.InstanceReference {
 }
 
 // firewallFor is the firewall rule name of the Service, for its address
-// ip: the traffic rule opens the Service ports to its source ranges, the
-// health check's rule opens the health check port to Google's checkers,
-// on the nodes' tags, described as upstream describes them.
-func firewallFor(env *environment, spec *lbSpec, name, ip string, v6 bool) *computepb.Firewall {
+// ip, at priority (allowPriority): the traffic rule opens the Service
+// ports to its source ranges, the health check's rule opens the health
+// check port to Google's checkers, on the nodes' tags, described as
+// upstream describes them.
+func firewallFor(env *environment, spec *lbSpec, name, ip string, v6 bool, priority int32) *computepb.Firewall {
 	fw := &computepb.Firewall{
 		Name: &name, Description: ptr(firewallDescription(spec.service, ip)), Network: ptr(networkURL(env)),
-		Direction: ptr("INGRESS"), Priority: ptr(int32(1000)), TargetTags: spec.targetTags,
+		Direction: ptr("INGRESS"), Priority: &priority, TargetTags: spec.targetTags,
 	}
 	if name == firewallName(spec.base) || name == ipv6Name(firewallName(spec.base)) {
 		proto := strings.ToLower(spec.protocol)
@@ -289,16 +290,20 @@ func firewallFor(env *environment, spec *lbSpec, name, ip string, v6 bool) *comp
 	return fw
 }
 
-func (l *loadBalancers) insertFirewall(ctx context.Context, cl *clients, env *environment, spec *lbSpec, want *computepb.Firewall) error {
-	err := l.c.change(ctx, cl, "firewalls.insert", "creating firewall rule "+want.GetName(), func(ctx context.Context, rid *string) (*compute.Operation, error) {
+// insertFirewall makes a firewall rule; left reports a change the Shared
+// VPC host project refused and its admin was asked to make.
+func (l *loadBalancers) insertFirewall(ctx context.Context, cl *clients, env *environment, spec *lbSpec, want *computepb.Firewall) (left bool, err error) {
+	err = l.c.change(ctx, cl, "firewalls.insert", "creating firewall rule "+want.GetName(), func(ctx context.Context, rid *string) (*compute.Operation, error) {
 		return cl.firewalls.Insert(ctx, &computepb.InsertFirewallRequest{RequestId: rid, Project: env.networkProject, FirewallResource: want})
 	}, firewallOpts(env)...)
-	return l.xpnFallback(env, spec, err, gcloudFirewallCreate(env, want))
+	return leftToAdmin(env, err), l.xpnFallback(env, spec, err, gcloudFirewallCreate(env, want))
 }
 
-func (l *loadBalancers) updateFirewall(ctx context.Context, cl *clients, env *environment, spec *lbSpec, want *computepb.Firewall) error {
-	err := l.c.change(ctx, cl, "firewalls.update", "updating firewall rule "+want.GetName(), func(ctx context.Context, rid *string) (*compute.Operation, error) {
+// updateFirewall replaces a firewall rule with want, its priority too (a
+// PUT without one resets it to 1000); left as for insertFirewall.
+func (l *loadBalancers) updateFirewall(ctx context.Context, cl *clients, env *environment, spec *lbSpec, want *computepb.Firewall) (left bool, err error) {
+	err = l.c.change(ctx, cl, "firewalls.update", "updating firewall rule "+want.GetName(), func(ctx context.Context, rid *string) (*compute.Operation, error) {
 		return cl.firewalls.Update(ctx, &computepb.UpdateFirewallRequest{RequestId: rid, Project: env.networkProject, Firewall: want.GetName(), FirewallResource: want})
 	}, firewallOpts(env)...)
-	return l.xpnFallback(env, spec, err, gcloudFirewallUpdate(env, want))
+	return leftToAdmin(env, err), l.xpnFallback(env, spec, err, gcloudFirewallUpdate(env, want))
 }

@@ -24,6 +24,10 @@ func nodesHealthCheckName(cid string) string { return "k8s-" + cid + "-node" }
 // firewallName is the rule that lets clients reach the nodes.
 func firewallName(lb string) string { return "k8s-fw-" + lb }
 
+// denyFirewallName is the rule of cloud-provider-gcp's opt-in L4 deny
+// firewall (MakeFirewallDenyName), which denies all else to the address.
+func denyFirewallName(lb string) string { return firewallName(lb) + "-deny" }
+
 // externalHCFirewallName lets Google's health checkers reach a target
 // pool's health check port.
 func externalHCFirewallName(cid, hcName string, shared bool) string {

@@ -47,6 +47,10 @@ type observed struct {
 	oldBS string
 	// firewalls by name: the Service's, and its health check's.
 	firewalls map[string]*computepb.Firewall
+	// deny is the Service's rule of upstream's L4 deny firewall
+	// (denyfirewall.go), read for an external load balancer, or one being
+	// switched from external.
+	deny *computepb.Firewall
 }
 
 // groupState is the cluster's instance group of one zone.
@@ -115,6 +119,11 @@ func (l *loadBalancers) observe(ctx context.Context, cl *clients, env *environme
 		}
 		if fw != nil {
 			obs.firewalls[name] = fw
+		}
+	}
+	if !spec.internal || obs.switched || obs.leftOther {
+		if err := l.observeDeny(ctx, cl, env, spec, obs); err != nil {
+			return nil, err
 		}
 	}
 	if err := l.observeIPv6(ctx, cl, env, spec, obs); err != nil {

@@ -35,6 +35,9 @@ type lbPlan struct {
 	ip, ip6 string
 	// base is what the node-only sync may reuse once the plan is applied.
 	base *syncBase
+	// allowLeft: a write of an allow rule was left to the Shared VPC host
+	// project's admin, so the rule may still be below the deny rule.
+	allowLeft bool
 }
 
 // ipOr is the address for a plan's fields before it is applied.
@@ -76,6 +79,11 @@ type rulePlan struct {
 // the later steps read from the plan.
 func (l *loadBalancers) plan(cl *clients, env *environment, spec *lbSpec, byZone map[string][]string, obs *observed) *lbPlan {
 	p := &lbPlan{}
+	deny := l.denies(spec, obs)
+	if obs.deny != nil && !deny {
+		// First: no allow rule goes back to 1000 while it is there.
+		l.planDropDeny(p, cl, env, spec)
+	}
 	cur := obs.rule
 	if obs.rule6 != nil && !spec.v6 {
 		l.planDropIPv6(p, cl, env, spec, obs)
@@ -108,7 +116,10 @@ func (l *loadBalancers) plan(cl *clients, env *environment, spec *lbSpec, byZone
 	} else {
 		l.planExternal(p, cl, env, spec, byZone, obs, len(rules) > 0 && rules[0].make && cur != nil)
 	}
-	l.planFirewalls(p, cl, env, spec, obs)
+	l.planFirewalls(p, cl, env, spec, obs, deny)
+	if deny {
+		l.planDeny(p, cl, env, spec, obs)
+	}
 	for _, rp := range rules {
 		l.planRuleEnd(p, cl, env, spec, rp)
 	}
@@ -231,7 +242,10 @@ func keepsAddress(cur *computepb.ForwardingRule, spec *lbSpec) bool {
 	return tier == spec.tier
 }
 
-func (l *loadBalancers) planFirewalls(p *lbPlan, cl *clients, env *environment, spec *lbSpec, obs *observed) {
+// planFirewalls makes or updates the Service's allow rules, at the
+// priority upstream gives them (allowPriority): with the deny rule, 999,
+// so they win over it.
+func (l *loadBalancers) planFirewalls(p *lbPlan, cl *clients, env *environment, spec *lbSpec, obs *observed, deny bool) {
 	type fwFor struct {
 		name string
 		v6   bool
@@ -250,16 +264,23 @@ func (l *loadBalancers) planFirewalls(p *lbPlan, cl *clients, env *environment, 
 		if f.v6 {
 			ip = &p.ip6
 		}
-		want := firewallFor(env, spec, f.name, ipOr(*ip), f.v6)
-		build := func() *computepb.Firewall { return firewallFor(env, spec, f.name, *ip, f.v6) }
 		cur := obs.firewalls[f.name]
+		prio := l.allowPriority(spec, deny, f.name, cur)
+		want := firewallFor(env, spec, f.name, ipOr(*ip), f.v6, prio)
+		build := func() *computepb.Firewall { return firewallFor(env, spec, f.name, *ip, f.v6, prio) }
 		shared := spec.hcShared && (f.name == spec.hcFirewallName() || f.name == ipv6Name(spec.hcFirewallName()))
+		write := func(fn func(context.Context, *clients, *environment, *lbSpec, *computepb.Firewall) (bool, error)) func(context.Context) error {
+			return func(ctx context.Context) error {
+				left, err := fn(ctx, cl, env, spec, build())
+				p.allowLeft = p.allowLeft || left
+				return err
+			}
+		}
 		createOrUpdate(p, kindFirewall, f.name, cur != nil,
 			func() []loadbalancers.Field {
 				return loadbalancers.Diff(viewFirewall(cur, shared), viewFirewall(want, shared))
 			},
-			func(ctx context.Context) error { return l.insertFirewall(ctx, cl, env, spec, build()) },
-			func(ctx context.Context) error { return l.updateFirewall(ctx, cl, env, spec, build()) })
+			write(l.insertFirewall), write(l.updateFirewall))
 	}
 }
 
@@ -283,23 +304,31 @@ func (l *loadBalancers) planDropIPv6(p *lbPlan, cl *clients, env *environment, s
 }
 
 // firewallView is what polyccm sets of a firewall rule, in order; allowed
-// as "protocol:ports". The shared health check's rule is compared without
-// its destination, which upstream set once, for whichever Service made it.
+// and denied as "protocol:ports". The shared health check's rule is
+// compared without its destination, which upstream set once, for
+// whichever Service made it.
 type firewallView struct {
 	Description       string   `json:"description"`
 	SourceRanges      []string `json:"sourceRanges"`
 	DestinationRanges []string `json:"destinationRanges,omitempty"`
 	TargetTags        []string `json:"targetTags"`
-	Allowed           []string `json:"allowed"`
+	Allowed           []string `json:"allowed,omitempty"`
+	Denied            []string `json:"denied,omitempty"`
+	Priority          int32    `json:"priority"`
 }
 
 func viewFirewall(fw *computepb.Firewall, shared bool) firewallView {
-	var allowed []string
+	var allowed, denied []string
 	for _, a := range fw.GetAllowed() {
 		ports := slices.Sorted(slices.Values(a.GetPorts()))
 		allowed = append(allowed, strings.ToLower(a.GetIPProtocol())+":"+strings.Join(ports, ","))
 	}
-	v := firewallView{Description: fw.GetDescription(), SourceRanges: sortedOrNil(fw.GetSourceRanges()), TargetTags: sortedOrNil(fw.GetTargetTags()), Allowed: allowed}
+	for _, d := range fw.GetDenied() {
+		ports := slices.Sorted(slices.Values(d.GetPorts()))
+		denied = append(denied, strings.ToLower(d.GetIPProtocol())+":"+strings.Join(ports, ","))
+	}
+	v := firewallView{Description: fw.GetDescription(), SourceRanges: sortedOrNil(fw.GetSourceRanges()), TargetTags: sortedOrNil(fw.GetTargetTags()),
+		Allowed: allowed, Denied: denied, Priority: fw.GetPriority()}
 	if !shared {
 		v.DestinationRanges = sortedOrNil(fw.GetDestinationRanges())
 	}

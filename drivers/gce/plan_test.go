@@ -85,7 +85,7 @@ func (c planCase) converged(byZone map[string][]string) *observed {
 		rule.IPAddress = ptr("10.128.0.9")
 	}
 	for _, name := range []string{firewallName(spec.base), spec.hcFirewallName()} {
-		fw := firewallFor(env, spec, name, rule.GetIPAddress(), false)
+		fw := firewallFor(env, spec, name, rule.GetIPAddress(), false, priorityDefault)
 		fw.SourceRanges = slices.Clone(fw.SourceRanges)
 		slices.Reverse(fw.SourceRanges)
 		obs.firewalls[name] = fw
@@ -352,7 +352,7 @@ func TestPlanSharedVPC(t *testing.T) {
 	if w.GetBackendService() != "projects/p/regions/us-central1/backendServices/"+c.spec.bsName {
 		t.Errorf("backend service %s, want the cluster project's", w.GetBackendService())
 	}
-	fw := firewallFor(c.env, c.spec, c.spec.hcFirewallName(), "10.1.2.3", false)
+	fw := firewallFor(c.env, c.spec, c.spec.hcFirewallName(), "10.1.2.3", false, priorityDefault)
 	if fw.GetNetwork() != "projects/host/global/networks/default" || !slices.Equal(fw.GetSourceRanges(), []string{"10.0.0.0/8"}) {
 		t.Errorf("health-check firewall %v %v, want the host network and the configured ranges", fw.GetNetwork(), fw.GetSourceRanges())
 	}

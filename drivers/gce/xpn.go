@@ -38,22 +38,33 @@ func firewallOpts(env *environment) []cloudapi.CallOption {
 // Normal event with cmd, the gcloud command that makes it; any other error
 // is returned.
 func (l *loadBalancers) xpnFallback(env *environment, spec *lbSpec, err error, cmd string) error {
-	if err == nil || !onXPN(env) || cloudapi.KindOf(err) != cloudapi.KindUnauthorized {
+	if !leftToAdmin(env, err) {
 		return err
 	}
 	klog.InfoS("No permission to change firewall rules in the network's project: left to its admin", "service", spec.service, "project", env.networkProject, "command", cmd)
-	if rec := l.c.deps.Recorder; rec != nil && spec.obj != nil {
-		rec.Event(spec.obj, v1.EventTypeNormal, ReasonManualChange, fmt.Sprintf("Firewall change required by security admin: `%s`", cmd))
-	}
+	l.askAdmin(spec, cmd)
 	return nil
 }
 
+// leftToAdmin reports whether err is a firewall change the host project
+// refused, which xpnFallback leaves to its admin.
+func leftToAdmin(env *environment, err error) bool {
+	return err != nil && onXPN(env) && cloudapi.KindOf(err) == cloudapi.KindUnauthorized
+}
+
+// askAdmin is the event that gives the admin the command to run.
+func (l *loadBalancers) askAdmin(spec *lbSpec, cmd string) {
+	if rec := l.c.deps.Recorder; rec != nil && spec.obj != nil {
+		rec.Event(spec.obj, v1.EventTypeNormal, ReasonManualChange, fmt.Sprintf("Firewall change required by security admin: `%s`", cmd))
+	}
+}
+
 func gcloudFirewallCreate(env *environment, fw *computepb.Firewall) string {
-	return fmt.Sprintf("gcloud compute firewall-rules create %s --project %s --network %s %s", fw.GetName(), env.networkProject, env.network, gcloudFirewallArgs(fw))
+	return fmt.Sprintf("gcloud compute firewall-rules create %s --project %s --network %s %s", fw.GetName(), env.networkProject, env.network, gcloudFirewallArgs(fw, true))
 }
 
 func gcloudFirewallUpdate(env *environment, fw *computepb.Firewall) string {
-	return fmt.Sprintf("gcloud compute firewall-rules update %s --project %s %s", fw.GetName(), env.networkProject, gcloudFirewallArgs(fw))
+	return fmt.Sprintf("gcloud compute firewall-rules update %s --project %s %s", fw.GetName(), env.networkProject, gcloudFirewallArgs(fw, false))
 }
 
 func gcloudFirewallDelete(env *environment, name string) string {
@@ -61,17 +72,27 @@ func gcloudFirewallDelete(env *environment, name string) string {
 }
 
 // gcloudFirewallArgs are the flags that give a rule fw's settings, in
-// upstream's order.
-func gcloudFirewallArgs(fw *computepb.Firewall) string {
+// upstream's order. A deny rule's are gcloud's --action DENY (on create
+// only: a rule's action cannot change) and --rules; upstream's "--deny"
+// is no gcloud flag.
+func gcloudFirewallArgs(fw *computepb.Firewall, create bool) string {
 	args := []string{fmt.Sprintf("--description %q", fw.GetDescription())}
-	var allow []string
+	specs := func(proto string, ports []string) []string {
+		if len(ports) == 0 {
+			return []string{proto}
+		}
+		var out []string
+		for _, p := range ports {
+			out = append(out, proto+":"+p)
+		}
+		return out
+	}
+	var allow, deny []string
 	for _, a := range fw.GetAllowed() {
-		if len(a.GetPorts()) == 0 {
-			allow = append(allow, a.GetIPProtocol())
-		}
-		for _, p := range a.GetPorts() {
-			allow = append(allow, a.GetIPProtocol()+":"+p)
-		}
+		allow = append(allow, specs(a.GetIPProtocol(), a.GetPorts())...)
+	}
+	for _, d := range fw.GetDenied() {
+		deny = append(deny, specs(d.GetIPProtocol(), d.GetPorts())...)
 	}
 	list := func(flag string, v []string) {
 		if len(v) > 0 {
@@ -79,6 +100,10 @@ func gcloudFirewallArgs(fw *computepb.Firewall) string {
 		}
 	}
 	list("--allow", allow)
+	if len(deny) > 0 && create {
+		args = append(args, "--action DENY")
+	}
+	list("--rules", deny)
 	list("--source-ranges", fw.GetSourceRanges())
 	list("--destination-ranges", fw.GetDestinationRanges())
 	list("--target-tags", fw.GetTargetTags())

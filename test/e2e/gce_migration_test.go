@@ -41,12 +41,24 @@ import (
 // churn to every load balancer and route, and leave nothing once the
 // Services are deleted, none of them stuck in Terminating.
 //
+// TestGCEMigrationFromCloudProviderGCPDenyFirewall does the same from an
+// upstream that ran with its opt-in L4 deny firewall
+// (--enable-l4-deny-firewall, which needs
+// --enable-l4-deny-firewall-rollback-cleanup): each external load
+// balancer also has a rule denying all to its address, below its allow
+// rules, which polyccm must neither override nor leave behind.
+//
 // Everything below is written from upstream's code, never polyccm's: each
 // value names the upstream function it comes from.
 
 const (
 	upGCEClusterID   = "6c2f0e9a41b8d573" // gce_clusterid.go makeUID: UIDLengthBytes (8) random bytes, hex
 	upGCEClusterName = "e2e"              // --cluster-name; polyccm's clusterName (harness.Settings' default)
+
+	// gce_loadbalancer_external.go: firewallPriorityDefault, and with
+	// --enable-l4-deny-firewall firewallPriorityAllow for the allow rules
+	// and firewallPriorityDeny for the deny rule.
+	upGCEPriorityDefault, upGCEPriorityAllow, upGCEPriorityDeny = 1000, 999, 1000
 	// gce.go gceComputeAPIEndpoint: the base of gceNetworkURL and
 	// gceSubnetworkURL.
 	upGCEAPI = "https://www.googleapis.com/compute/v1/"
@@ -139,8 +151,11 @@ func upGCEPortRange(ps []v1.ServicePort) string {
 // google.golang.org/api/compute/v1 for the legacy HTTP health checks,
 // which the former has no client for.
 type upGCE struct {
-	t      *testing.T
-	ctx    context.Context
+	t   *testing.T
+	ctx context.Context
+	// deny: upstream runs with --enable-l4-deny-firewall
+	// (enableL4DenyFirewallRule).
+	deny   bool
 	addrs  *compute.AddressesClient
 	fws    *compute.FirewallsClient
 	pools  *compute.TargetPoolsClient
@@ -152,12 +167,12 @@ type upGCE struct {
 	legacy *computev1.Service
 }
 
-func newUpGCE(t *testing.T, e *gceEnv) *upGCE {
+func newUpGCE(t *testing.T, e *gceEnv, deny bool) *upGCE {
 	t.Helper()
 	ctx := context.Background()
 	tok := option.WithTokenSource(oauth2.StaticTokenSource(&oauth2.Token{AccessToken: e.secret, TokenType: "Bearer"}))
 	opts := []option.ClientOption{option.WithEndpoint(e.fake.URL()), tok}
-	u := &upGCE{t: t, ctx: ctx}
+	u := &upGCE{t: t, ctx: ctx, deny: deny}
 	var errs []error
 	keep := func(err error) { errs = append(errs, err) }
 	var err error
@@ -296,6 +311,15 @@ func (u *upGCE) getFirewall(name string) error {
 	return err
 }
 
+// allowPriority is ensureAllowNodeFirewall's and
+// ensureHTTPHealthCheckFirewall's allowPriority.
+func (u *upGCE) allowPriority() *int32 {
+	if u.deny {
+		return ptrTo(int32(upGCEPriorityAllow))
+	}
+	return ptrTo(int32(upGCEPriorityDefault))
+}
+
 // external is ensureExternalLoadBalancer (gce_loadbalancer_external.go)
 // for a Service it has not seen before, on hosts; it returns the address.
 func (u *upGCE) external(svc *v1.Service, hosts []fakegce.Instance) string {
@@ -333,7 +357,7 @@ func (u *upGCE) external(svc *v1.Service, hosts []fakegce.Instance) string {
 		SourceRanges:      []string{"0.0.0.0/0"}, // servicehelpers.GetLoadBalancerSourceRanges' default
 		TargetTags:        []string{gceNodeTag},  // g.nodeTags (node-tags in gce.conf)
 		Allowed:           []*computepb.Allowed{{IPProtocol: ptrTo(strings.ToLower(proto)), Ports: ranges}},
-		Priority:          ptrTo(int32(1000)), // firewallPriorityDefault
+		Priority:          u.allowPriority(),
 		DestinationRanges: []string{ip},
 	})
 
@@ -367,7 +391,7 @@ func (u *upGCE) external(svc *v1.Service, hosts []fakegce.Instance) string {
 			SourceRanges: upGCEL4SrcRanges,
 			TargetTags:   []string{gceNodeTag},
 			Allowed:      []*computepb.Allowed{{IPProtocol: ptrTo("tcp"), Ports: []string{strconv.FormatInt(hcPort, 10)}}},
-			Priority:     ptrTo(int32(1000)),
+			Priority:     u.allowPriority(),
 			// firewallObject's destinationIP: the address of the load
 			// balancer that made it, even for the shared one.
 			DestinationRanges: []string{ip},
@@ -408,8 +432,26 @@ func (u *upGCE) external(svc *v1.Service, hosts []fakegce.Instance) string {
 		NetworkTier: ptrTo("PREMIUM"),
 	}}))
 
-	// isSafeToReleaseIP: DeleteRegionAddress, which demotes the address
-	// the forwarding rule now holds to ephemeral.
+	// With the flag, ensureDenyNodeFirewall, once the allow rules are at
+	// 999: no deny rule yet, so CreateFirewall with want.
+	if u.deny {
+		deny := "k8s-fw-" + lb + "-deny" // MakeFirewallDenyName
+		u.absent("firewall "+deny, u.getFirewall(deny))
+		u.insertFirewall(&computepb.Firewall{
+			Name:              ptrTo(deny),
+			Description:       ptrTo(upGCEFirewallDesc(nm, ip)),
+			Network:           ptrTo(upGCENetworkURL),
+			SourceRanges:      []string{"0.0.0.0/0"},
+			DestinationRanges: []string{ip},
+			TargetTags:        []string{gceNodeTag},
+			Denied:            []*computepb.Denied{{IPProtocol: ptrTo("all")}},
+			Priority:          ptrTo(int32(upGCEPriorityDeny)),
+		})
+	}
+
+	// isSafeToReleaseIP: DeleteRegionAddress (deferred, so after the
+	// deny rule), which demotes the address the forwarding rule now
+	// holds to ephemeral.
 	u.do("release of address " + lb + " (held by its forwarding rule)")(u.addrs.Delete(ctx, &computepb.DeleteAddressRequest{Project: gceProject, Region: gceRegion, Address: lb}))
 	return ip
 }
@@ -675,6 +717,20 @@ func instancePath(link string) string {
 }
 
 func TestGCEMigrationFromCloudProviderGCP(t *testing.T) {
+	testGCEMigration(t, gceMigNS, false)
+}
+
+// The polyccm that takes over from the deny-firewall upstream runs without
+// drivers.gce.l4DenyFirewall, as a switch that forgets it would: it finds
+// the deny rules, keeps them and the allow rules above them, and deletes
+// them with their Services.
+func TestGCEMigrationFromCloudProviderGCPDenyFirewall(t *testing.T) {
+	testGCEMigration(t, gceMigNS+"-deny", true)
+}
+
+// testGCEMigration is the migration test in namespace gceMigNS from an
+// upstream with (deny) or without its L4 deny firewall.
+func testGCEMigration(t *testing.T, gceMigNS string, deny bool) {
 	ctx := context.Background()
 
 	// The cluster ID as cloud-provider-gcp keeps it (gce_clusterid.go
@@ -700,7 +756,7 @@ func TestGCEMigrationFromCloudProviderGCP(t *testing.T) {
 		s.Controllers = "nodes: true\nnodeLifecycle: true\nservices: false\nroutes: false"
 		s.Extra = "routes:\n  clusterCIDR: " + gceMigClusterCIDR + "\n  reconcilePeriod: 1s"
 	})
-	u := newUpGCE(t, e)
+	u := newUpGCE(t, e, deny)
 
 	// Nodes in two zones, with pod CIDRs from node IPAM: a routes-based
 	// cluster.
@@ -792,6 +848,12 @@ func TestGCEMigrationFromCloudProviderGCP(t *testing.T) {
 		}
 	}
 	before := gceMigHoldings(e.fake)
+	for _, b := range lbs {
+		deny := "firewall k8s-fw-" + b.lb + "-deny"
+		if _, made := before[deny]; made != (u.deny && !b.internal) {
+			t.Fatalf("upstream's %s: %s made %v, want %v", b.svc.Name, deny, made, u.deny && !b.internal)
+		}
+	}
 	if n := e.fake.Stats()["addresses"].Live; n != 0 {
 		t.Fatalf("%d addresses left reserved after upstream's ensure; it releases them all", n)
 	}
@@ -896,6 +958,28 @@ func TestGCEMigrationFromCloudProviderGCP(t *testing.T) {
 		t.Log("polyccm did not take over upstream's load balancers as they are; going on")
 	} else {
 		t.Log("polyccm took over without a change")
+	}
+
+	if deny {
+		// A change of an external Service after the switch: its traffic
+		// rule follows it and stays above the deny rule, which stays.
+		b := lbs[0]
+		cur := nsSvc(t, gceMigNS, b.svc.Name)
+		cur.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24"}
+		if _, err := cp.Admin.CoreV1().Services(gceMigNS).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		fwName, denyName := "k8s-fw-"+b.lb, "k8s-fw-"+b.lb+"-deny"
+		eventually(t, 90*time.Second, b.svc.Name+"'s traffic rule following its source ranges", func() (bool, string) {
+			fw, ok := e.fake.Firewall(fwName)
+			return ok && slices.Equal(fw.SourceRanges, cur.Spec.LoadBalancerSourceRanges), fmt.Sprintf("%+v (found %v)", fw, ok)
+		})
+		if fw, _ := e.fake.Firewall(fwName); fw.Priority != upGCEPriorityAllow {
+			t.Errorf("%s at priority %d after the change, want %d: the deny rule overrides it", fwName, fw.Priority, upGCEPriorityAllow)
+		}
+		if fw, ok := e.fake.Firewall(denyName); !ok || fw.Priority != upGCEPriorityDeny || !slices.Equal(fw.DestinationRanges, []string{b.ip}) {
+			t.Errorf("%s after the change: %+v (found %v), want upstream's kept", denyName, fw, ok)
+		}
 	}
 
 	// A new internal Service beside the old ones: upstream's names, on the

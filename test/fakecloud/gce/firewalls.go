@@ -38,6 +38,25 @@ func (s *Server) Firewall(name string) (Firewall, bool) {
 	return f.render(s.baseLocked()), true
 }
 
+// WatchFirewalls calls fn with every firewall rule, sorted by name, each
+// time a change to them takes effect (when its operation is DONE), so a
+// test can check what held between two changes, not only at the end: that
+// a deny rule never overrode an allow rule while a load balancer's rules
+// changed, say. fn runs under the server's lock and must not call it; nil
+// stops watching.
+func (s *Server) WatchFirewalls(fn func([]Firewall)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fwWatch = fn
+}
+
+// firewallsChangedLocked tells the watcher, if any.
+func (s *Server) firewallsChangedLocked() {
+	if s.fwWatch != nil {
+		s.fwWatch(sortedRender(s.firewalls, s.baseLocked(), Firewall.render))
+	}
+}
+
 var namedProtocols = []string{"tcp", "udp", "icmp", "esp", "ah", "sctp", "ipip", "all"}
 
 // normFirewallLocked fills a firewall's defaults and validates it; the
@@ -155,6 +174,7 @@ func (s *Server) registerFirewalls() {
 		f.Kind, f.ID, f.CreationTimestamp, f.SelfLink = "compute#firewall", s.newIDLocked(), timestamp(s.now()), path
 		return s.insertLocked(c, "global", "firewalls", path, f.ID, func() *opError {
 			s.firewalls[path] = &f
+			s.firewallsChangedLocked()
 			return nil
 		})
 	})
@@ -164,7 +184,10 @@ func (s *Server) registerFirewalls() {
 		if f := s.firewalls[path]; f != nil {
 			id = f.ID
 		}
-		return s.deleteLocked(c, "global", "firewalls", "firewall", path, id, func() { delete(s.firewalls, path) })
+		return s.deleteLocked(c, "global", "firewalls", "firewall", path, id, func() {
+			delete(s.firewalls, path)
+			s.firewallsChangedLocked()
+		})
 	})
 	change := func(opType string) handlerFunc {
 		return func(c *call) (int, any) {
@@ -204,6 +227,7 @@ func (s *Server) registerFirewalls() {
 			next.Kind, next.ID, next.Name, next.CreationTimestamp, next.SelfLink = cur.Kind, cur.ID, cur.Name, cur.CreationTimestamp, cur.SelfLink
 			return s.changeLocked(c, "global", "firewalls", opType, path, cur.ID, func() *opError {
 				*s.firewalls[path] = next
+				s.firewallsChangedLocked()
 				return nil
 			})
 		}

@@ -2,6 +2,7 @@ package gce
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -67,6 +68,80 @@ func TestFirewallCRUD(t *testing.T) {
 	apiErr(t, err, 404, "notFound")
 	if st := s.Stats()["firewalls"]; st != (ResourceStats{Created: 2, Deleted: 1, Live: 1, Peak: 2}) {
 		t.Errorf("stats = %+v", st)
+	}
+}
+
+// TestFirewallDeniedAndPriority: a deny rule (cloud-provider-gcp's L4 deny
+// firewall: denied all, priority 1000) round-trips through the real
+// client; priority is 0-65535 and defaults to 1000; a rule is allow or
+// deny, and a patch that gives the other list swaps it; the watcher sees
+// each change when it takes effect.
+func TestFirewallDeniedAndPriority(t *testing.T) {
+	s := start(t)
+	wait := waiter(t)
+	ctx := context.Background()
+	fw := client(t, s, compute.NewFirewallsRESTClient)
+	var seen [][]string
+	s.WatchFirewalls(func(all []Firewall) {
+		var step []string
+		for _, f := range all {
+			step = append(step, fmt.Sprintf("%s:%d:%d/%d", f.Name, f.Priority, len(f.Allowed), len(f.Denied)))
+		}
+		seen = append(seen, step)
+	})
+
+	deny := &computepb.Firewall{Name: proto.String("k8s-fw-a-deny"), SourceRanges: []string{"0.0.0.0/0"}, DestinationRanges: []string{"203.0.113.7"},
+		TargetTags: []string{"node"}, Denied: []*computepb.Denied{{IPProtocol: proto.String("all")}}}
+	wait(fw.Insert(ctx, &computepb.InsertFirewallRequest{Project: testProject, FirewallResource: deny}))
+	got, err := fw.Get(ctx, &computepb.GetFirewallRequest{Project: testProject, Firewall: "k8s-fw-a-deny"})
+	if err != nil || got.GetPriority() != 1000 || len(got.GetAllowed()) != 0 || len(got.GetDenied()) != 1 || got.GetDenied()[0].GetIPProtocol() != "all" ||
+		!slices.Equal(got.GetDestinationRanges(), []string{"203.0.113.7"}) {
+		t.Fatalf("deny rule = %v, %v", got, err)
+	}
+
+	allow := firewall("k8s-fw-a")
+	allow.Priority = proto.Int32(999)
+	wait(fw.Insert(ctx, &computepb.InsertFirewallRequest{Project: testProject, FirewallResource: allow}))
+	for _, p := range []int32{-1, 65536} {
+		bad := firewall(fmt.Sprintf("bad-%d", p+1))
+		bad.Priority = proto.Int32(p)
+		_, err := fw.Insert(ctx, &computepb.InsertFirewallRequest{Project: testProject, FirewallResource: bad})
+		apiErr(t, err, 400, "invalid")
+	}
+	both := firewall("both")
+	both.Denied = []*computepb.Denied{{IPProtocol: proto.String("all")}}
+	_, err = fw.Insert(ctx, &computepb.InsertFirewallRequest{Project: testProject, FirewallResource: both})
+	apiErr(t, err, 400, "invalid")
+	_, err = fw.Patch(ctx, &computepb.PatchFirewallRequest{Project: testProject, Firewall: "k8s-fw-a", FirewallResource: &computepb.Firewall{Priority: proto.Int32(70000)}})
+	apiErr(t, err, 400, "invalid")
+
+	// A patch without a priority keeps it; an update (PUT) without one
+	// resets it to the default, as GCE does.
+	wait(fw.Patch(ctx, &computepb.PatchFirewallRequest{Project: testProject, Firewall: "k8s-fw-a", FirewallResource: &computepb.Firewall{SourceRanges: []string{"10.0.0.0/8"}}}))
+	if f, _ := s.Firewall("k8s-fw-a"); f.Priority != 999 {
+		t.Errorf("priority %d after a patch without one, want 999 kept", f.Priority)
+	}
+	wait(fw.Patch(ctx, &computepb.PatchFirewallRequest{Project: testProject, Firewall: "k8s-fw-a", FirewallResource: &computepb.Firewall{Denied: []*computepb.Denied{{IPProtocol: proto.String("tcp"), Ports: []string{"22"}}}}}))
+	if f, _ := s.Firewall("k8s-fw-a"); len(f.Allowed) != 0 || len(f.Denied) != 1 || f.Denied[0].IPProtocol != "tcp" {
+		t.Errorf("patched to deny = %+v", f)
+	}
+	wait(fw.Update(ctx, &computepb.UpdateFirewallRequest{Project: testProject, Firewall: "k8s-fw-a-deny", FirewallResource: &computepb.Firewall{
+		Name: proto.String("k8s-fw-a-deny"), Denied: []*computepb.Denied{{IPProtocol: proto.String("all")}}}}))
+	if f, _ := s.Firewall("k8s-fw-a-deny"); f.Priority != 1000 || len(f.DestinationRanges) != 0 {
+		t.Errorf("updated = %+v", f)
+	}
+	wait(fw.Delete(ctx, &computepb.DeleteFirewallRequest{Project: testProject, Firewall: "k8s-fw-a-deny"}))
+
+	want := [][]string{
+		{"k8s-fw-a-deny:1000:0/1"},
+		{"k8s-fw-a:999:1/0", "k8s-fw-a-deny:1000:0/1"},
+		{"k8s-fw-a:999:1/0", "k8s-fw-a-deny:1000:0/1"},
+		{"k8s-fw-a:999:0/1", "k8s-fw-a-deny:1000:0/1"},
+		{"k8s-fw-a:999:0/1", "k8s-fw-a-deny:1000:0/1"},
+		{"k8s-fw-a:999:0/1"},
+	}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Errorf("the watcher saw\n%v\nwant\n%v", seen, want)
 	}
 }
 

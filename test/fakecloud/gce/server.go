@@ -120,6 +120,9 @@ type Server struct {
 	backendServices  map[string]*BackendService
 	instanceGroups   map[string]*InstanceGroup
 	routesByPath     map[string]*Route
+	// fwWatch sees every firewall rule after each change to them
+	// (WatchFirewalls).
+	fwWatch func([]Firewall)
 
 	ops        map[string]*operation // by operation path
 	pending    []*operation          // not DONE yet, in start order
