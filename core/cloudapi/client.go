@@ -37,12 +37,17 @@ type Options struct {
 	// AuthHint tells the operator what to check when credentials are
 	// rejected, e.g. "check drivers.digitalocean.token".
 	AuthHint string
+	// Upstream are the driver's upstream CCM's metric families, fed by
+	// the same calls (upstream.go). The families that read HTTP requests
+	// see those the driver's clients send through Client.Transport.
+	Upstream []UpstreamFamily
 }
 
 // Client runs cloud calls for one driver. It is safe for concurrent use.
 type Client struct {
 	o       Options
 	limiter *rate.Limiter
+	up      *upstream // nil without upstream families
 
 	// closed refuses every attempt from then on: polyccm is handing over
 	// to another leader, which must be the only one calling the cloud.
@@ -79,7 +84,7 @@ func New(o Options) *Client {
 	}
 	registerMetrics()
 	authValid.WithLabelValues(o.Driver).Set(1)
-	return &Client{o: o, limiter: rate.NewLimiter(rate.Limit(o.QPS), o.Burst)}
+	return &Client{o: o, limiter: rate.NewLimiter(rate.Limit(o.QPS), o.Burst), up: newUpstream(o.Upstream)}
 }
 
 // ErrClosed is why a call made after Close did not reach the cloud.
@@ -159,6 +164,20 @@ func (c *Client) AttemptTimeout() time.Duration { return c.o.Timeout }
 // client's rate limit, timeout and retry policy. It returns nil or an
 // *Error. A KindNotFound result is a normal answer, not a failure.
 func (c *Client) Do(ctx context.Context, op string, fn func(ctx context.Context) error, opts ...CallOption) error {
+	if c.up == nil {
+		return c.do(ctx, op, fn, nil, opts...)
+	}
+	start := time.Now()
+	rec, bind, done := c.up.begin()
+	defer done()
+	err := c.do(ctx, op, fn, bind, opts...)
+	c.up.end(op, start, rec, err)
+	return err
+}
+
+// do is Do; bind, when not nil, ties each attempt's context to the call's
+// upstream record.
+func (c *Client) do(ctx context.Context, op string, fn func(ctx context.Context) error, bind func(context.Context) context.Context, opts ...CallOption) error {
 	var co callOptions
 	for _, o := range opts {
 		o(&co)
@@ -181,6 +200,9 @@ func (c *Client) Do(ctx context.Context, op string, fn func(ctx context.Context)
 		}
 		start := time.Now()
 		actx, cancel := context.WithTimeout(ctx, c.o.Timeout)
+		if bind != nil {
+			actx = bind(actx)
+		}
 		err := fn(actx)
 		cancel()
 		elapsed := time.Since(start)
@@ -191,6 +213,9 @@ func (c *Client) Do(ctx context.Context, op string, fn func(ctx context.Context)
 			return nil
 		}
 		cl := c.classify(err)
+		if c.up != nil {
+			c.up.failedAttempt(op, cl)
+		}
 		if cl.Kind == KindUnavailable && ctx.Err() != nil {
 			// The caller gave up; that says nothing about the cloud.
 			observe(c.o.Driver, op, "canceled", elapsed)

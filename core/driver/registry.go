@@ -57,6 +57,11 @@ type Driver struct {
 	// CredentialsHint says what to check when the cloud rejects our
 	// credentials, e.g. "the token at drivers.digitalocean.token".
 	CredentialsHint string
+	// UpstreamMetrics are the metrics the driver's upstream CCM exports
+	// about its cloud calls, and how the driver's operations map onto
+	// them (drivers/<name>/metrics.go, docs/metrics.md); the runner's
+	// cloudapi.Client writes them beside polyccm's own.
+	UpstreamMetrics []cloudapi.UpstreamFamily
 }
 
 // Has reports whether the driver declares capability c.

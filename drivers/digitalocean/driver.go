@@ -138,6 +138,7 @@ func init() {
 		New:             New,
 		Capabilities:    []driver.Capability{driver.Instances, driver.LoadBalancers, driver.Volumes},
 		Classify:        classify,
+		UpstreamMetrics: upstreamMetrics,
 		CredentialsHint: "the API token at drivers.digitalocean.token (it needs read access to droplets and write access to load balancers)",
 	})
 }

@@ -88,6 +88,8 @@ type firewallKeeper struct {
 	kept map[string]bool
 	// warned remembers the invalid firewall-managed values already said.
 	warned map[types.UID]string
+	// wrote: the current sync wrote the firewall (metrics.go).
+	wrote bool
 }
 
 func newFirewallKeeper(c *Cloud, t fwTiming) *firewallKeeper {
@@ -137,7 +139,7 @@ func (k *firewallKeeper) run(ctx context.Context) {
 	workers.Run(ctx, k.queue, 1, func(ctx context.Context, _ string) bool {
 		ctx, cancel := context.WithTimeout(ctx, firewallSyncTimeout)
 		defer cancel()
-		if err := k.sync(ctx); err != nil {
+		if err := k.syncCounted(ctx); err != nil {
 			klog.ErrorS(err, "Could not bring the public-access firewall up to date; will retry", "firewall", k.name)
 			return true
 		}
@@ -174,8 +176,8 @@ func (k *firewallKeeper) sync(ctx context.Context) error {
 	k.warnInvalid(bad)
 
 	fresh := false
-	if k.stale.Swap(false) || !k.known {
-		if err := k.read(ctx); err != nil {
+	if resync := k.stale.Swap(false); resync || !k.known {
+		if err := k.readCounted(ctx, resync); err != nil {
 			k.stale.Store(true)
 			return err
 		}
@@ -297,6 +299,7 @@ func (k *firewallKeeper) dropMissingLBs(ctx context.Context, want map[string]*wa
 // there is none (or it went since it was read). The firewall is never
 // deleted.
 func (k *firewallKeeper) apply(ctx context.Context, p *fwPlan, want map[string]*wantedRule) error {
+	k.wrote = true
 	if p.skipped > 0 {
 		klog.InfoS("Leaving out firewall rules with nothing left to allow from or to", "firewall", k.name, "rules", p.skipped)
 	}

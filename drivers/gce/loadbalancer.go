@@ -83,7 +83,7 @@ func isInternal(svc *v1.Service) bool {
 }
 
 // LoadBalancer returns the load balancer implementation.
-func (c *Cloud) LoadBalancer() cloudprovider.LoadBalancer { return c.lbs }
+func (c *Cloud) LoadBalancer() cloudprovider.LoadBalancer { return withL4Counts(c.lbs) }
 
 func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service) string {
 	return lbName(svc)

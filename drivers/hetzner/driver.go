@@ -103,6 +103,7 @@ func init() {
 		New:             New,
 		Capabilities:    capabilities,
 		Classify:        classify,
+		UpstreamMetrics: upstreamMetrics,
 		CredentialsHint: "the API token at drivers.hetzner.token (a Read & Write token of the cluster's Hetzner Cloud project)",
 	})
 }
