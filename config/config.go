@@ -22,6 +22,11 @@ type Config struct {
 	Driver string `koanf:"driver"`
 	// ClusterName tags and names the cloud resources this cluster owns.
 	ClusterName string `koanf:"clusterName"`
+	// ClusterNameDefault is true when neither the file nor the
+	// environment set clusterName: a driver whose upstream CCM finds the
+	// cluster's identity in the cloud (AWS: the cluster tag of the
+	// instance it runs on) does the same instead of taking the default.
+	ClusterNameDefault bool `koanf:"-"`
 	// Kubeconfig is the path of polyccm's kubeconfig; empty means
 	// in-cluster (service account) credentials.
 	Kubeconfig string `koanf:"kubeconfig"`
@@ -143,8 +148,9 @@ type Logging struct {
 // Defaults returns the built-in configuration every file is laid over.
 func Defaults() *Config {
 	return &Config{
-		ClusterName: "kubernetes",
-		Controllers: Controllers{Nodes: true, NodeLifecycle: true, Services: true, Routes: false},
+		ClusterName:        "kubernetes",
+		ClusterNameDefault: true,
+		Controllers:        Controllers{Nodes: true, NodeLifecycle: true, Services: true, Routes: false},
 		Nodes: Nodes{
 			// Upstream defaults to one worker; lookups are batched here, so
 			// more workers mean bigger batches, not more cloud calls.

@@ -71,6 +71,7 @@ func (l *loader) load() (*Config, []string, error) {
 	cfg.File = l.src.Path
 	l.decode("", l.withoutDrivers(), cfg)
 	l.decodeDrivers(cfg)
+	cfg.ClusterNameDefault = l.explicit["clusterName"] == ""
 	l.validate(cfg)
 	l.checkSecrets(cfg)
 

@@ -36,6 +36,29 @@ func TestLoadDefaults(t *testing.T) {
 	}
 }
 
+// A driver learns whether clusterName was set or is the default, from the
+// file or the environment alike (AWS finds its cluster ID when it is not).
+func TestClusterNameDefault(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		env  []string
+		want bool
+	}{
+		{minimal, nil, true},
+		{minimal + "clusterName: prod\n", nil, false},
+		{minimal + "clusterName: kubernetes\n", nil, false},
+		{minimal, []string{"POLYCCM_CLUSTERNAME=prod"}, false},
+	} {
+		cfg, _, err := Load(Source{Path: writeFile(t, c.file, 0o600), Environ: append([]string{}, c.env...), Registry: testRegistry()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.ClusterNameDefault != c.want {
+			t.Errorf("file %q env %v: ClusterNameDefault %v, want %v", c.file, c.env, cfg.ClusterNameDefault, c.want)
+		}
+	}
+}
+
 func TestLoadSelectedDriverWithoutSection(t *testing.T) {
 	// The selected driver gets its config (and its Validate) even when the
 	// file has no section for it.

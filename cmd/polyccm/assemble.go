@@ -37,14 +37,15 @@ func settingsFrom(cfg *config.Config, reg *driver.Registry) (runner.Settings, er
 		return runner.Settings{}, err
 	}
 	s := runner.Settings{
-		Driver:       d,
-		DriverConfig: cfg.DriverConfig(),
-		ClusterName:  cfg.ClusterName,
-		Source:       cfg.File,
-		Options:      opts,
-		Skipped:      plan.skipped,
-		CloudAPI:     cloudapi.Options{QPS: cfg.CloudAPI.QPS, Burst: cfg.CloudAPI.Burst, Timeout: cfg.CloudAPI.Timeout},
-		Instances:    instances.Options{BatchWindow: cfg.CloudAPI.BatchWindow, BatchSize: cfg.CloudAPI.BatchSize, CacheTTL: cfg.CloudAPI.CacheTTL},
+		Driver:             d,
+		DriverConfig:       cfg.DriverConfig(),
+		ClusterName:        cfg.ClusterName,
+		ClusterNameDefault: cfg.ClusterNameDefault,
+		Source:             cfg.File,
+		Options:            opts,
+		Skipped:            plan.skipped,
+		CloudAPI:           cloudapi.Options{QPS: cfg.CloudAPI.QPS, Burst: cfg.CloudAPI.Burst, Timeout: cfg.CloudAPI.Timeout},
+		Instances:          instances.Options{BatchWindow: cfg.CloudAPI.BatchWindow, BatchSize: cfg.CloudAPI.BatchSize, CacheTTL: cfg.CloudAPI.CacheTTL},
 
 		AdoptUnmarkedLoadBalancers: cfg.Services.AdoptUnmarkedLoadBalancers,
 	}

@@ -84,6 +84,7 @@ func planCmd(ctx context.Context, configPath, output string, timeout time.Durati
 		Driver:                     s.Driver,
 		DriverConfig:               s.DriverConfig,
 		ClusterName:                s.ClusterName,
+		ClusterNameDefault:         s.ClusterNameDefault,
 		CloudAPI:                   s.CloudAPI,
 		Instances:                  s.Instances,
 		AdoptUnmarkedLoadBalancers: s.AdoptUnmarkedLoadBalancers,

@@ -19,6 +19,11 @@ import (
 type Deps struct {
 	// ClusterName tags and names the cloud resources this cluster owns.
 	ClusterName string
+	// ClusterNameDefault says ClusterName is the default, not set in the
+	// config: a driver whose upstream CCM finds the cluster's identity in
+	// the cloud (AWS: the instance's kubernetes.io/cluster/<id> tag) does
+	// the same.
+	ClusterNameDefault bool
 	// API runs every cloud call: rate limit, retries, classification,
 	// metrics. The driver supplies only the calls.
 	API *cloudapi.Client
@@ -33,7 +38,8 @@ type Deps struct {
 	AdoptUnmarkedLoadBalancers bool
 	// Transport, when set, wraps the transport of every HTTP client the
 	// driver calls its cloud API with (polyccm plan: core/readonly, which
-	// refuses every call that could change the cloud). Nil in `run`.
+	// refuses every call that could change the cloud; `run`: the cloud API
+	// client's, when the driver's upstream metrics read HTTP requests).
 	Transport func(http.RoundTripper) http.RoundTripper
 }
 
@@ -67,6 +73,24 @@ type VolumeCloud interface {
 // UIDs). `polyccm plan` reports the ones no Service owns. Read-only.
 type InventoryCloud interface {
 	LoadBalancerInventory(ctx context.Context) ([]loadbalancers.Resource, error)
+}
+
+// FactsCloud is implemented by a cloud that resolves settings from the
+// cloud itself, where its upstream CCM does (AWS: the cluster ID from the
+// instance's tags, the subnets load balancers get): `polyccm plan` shows
+// them, so an operator sees what polyccm would use before switching.
+// Read-only.
+type FactsCloud interface {
+	Facts(ctx context.Context) ([]Fact, error)
+}
+
+// Fact is one setting a driver resolved, and where it came from.
+type Fact struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	// Source says where the value came from: a config key, a tag, a
+	// discovery rule.
+	Source string `json:"source,omitempty"`
 }
 
 // TaskCloud is a Cloud with loops of its own that serve LoadBalancer

@@ -33,8 +33,10 @@ type Settings struct {
 	Driver       driver.Driver
 	DriverConfig any
 	ClusterName  string
-	CloudAPI     cloudapi.Options
-	Instances    instances.Options
+	// ClusterNameDefault is passed to the driver (driver.Deps).
+	ClusterNameDefault bool
+	CloudAPI           cloudapi.Options
+	Instances          instances.Options
 	// AdoptUnmarkedLoadBalancers is services.adoptUnmarkedLoadBalancers.
 	AdoptUnmarkedLoadBalancers bool
 	// Kube is polyccm's connection to the API server.
@@ -93,6 +95,7 @@ func Run(ctx context.Context, s Settings) (*Report, error) {
 	cloudGuard := readonly.NewCloud()
 	dc, err := s.Driver.New(s.DriverConfig, driver.Deps{
 		ClusterName:                s.ClusterName,
+		ClusterNameDefault:         s.ClusterNameDefault,
 		API:                        api,
 		ClientBuilder:              clientBuilder{kube: kube},
 		Informers:                  factory,
@@ -136,6 +139,13 @@ func Run(ctx context.Context, s Settings) (*Report, error) {
 	// credentials and endpoint work.
 	if err := probe(ctx, inst); err != nil {
 		return nil, &UnreachableError{What: "cloud", Err: err}
+	}
+	if fc, ok := dc.(driver.FactsCloud); ok {
+		facts, err := fc.Facts(ctx)
+		if err != nil {
+			r.Incomplete = append(r.Incomplete, "what the driver resolves from the cloud: "+err.Error())
+		}
+		r.Facts = facts
 	}
 	if s.Nodes || s.NodeLifecycle {
 		r.Nodes = planNodes(ctx, inst, nodes, s.Nodes, s.NodeLifecycle)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/polyccm/polyccm/core/driver"
 )
 
 // Report is a plan: what polyccm would do, per Service and per Node, and
@@ -19,6 +21,8 @@ type Report struct {
 	Nodes    []NodePlan        `json:"nodes"`
 	Unowned  []UnownedResource `json:"unowned"`
 	Notes    []string          `json:"notes,omitempty"`
+	// Facts are what the driver resolved from the cloud (driver.FactsCloud).
+	Facts []driver.Fact `json:"facts,omitempty"`
 	// CloudReads counts the cloud API calls the plan made (all reads);
 	// RefusedCloudCalls lists those it refused to make, and
 	// KubernetesWrites the writes it recorded instead of sending: what the
@@ -145,6 +149,15 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // ones left as they are, counted), what no Service owns, and the verdict.
 func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "polyccm plan: driver %s, cluster %s (read-only: %d cloud reads, no change made)\n\n", r.Driver, r.Cluster, r.CloudReads)
+	if len(r.Facts) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "RESOLVED\tVALUE\tFROM")
+		for _, f := range r.Facts {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, orDash(f.Value), orDash(f.Source))
+		}
+		tw.Flush()
+		fmt.Fprintln(w)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVICE\tACTION\tADDRESSES\tDETAILS")
 	for _, s := range r.Services {

@@ -34,6 +34,8 @@ type Settings struct {
 	Driver       driver.Driver
 	DriverConfig any
 	ClusterName  string
+	// ClusterNameDefault is passed to the driver (driver.Deps).
+	ClusterNameDefault bool
 	// Source names where the settings came from, for the start-up log.
 	Source string
 	// Options are the upstream controller manager's, as if every value
@@ -77,15 +79,18 @@ func Run(ctx context.Context, s Settings) error {
 
 	ao := s.CloudAPI
 	ao.Driver, ao.Classify, ao.AuthHint = d.Name, d.Classify, d.CredentialsHint
+	ao.Upstream = d.UpstreamMetrics
 	api := cloudapi.New(ao)
 	dc, err := d.New(s.DriverConfig, driver.Deps{
-		ClusterName:   s.ClusterName,
-		API:           api,
-		ClientBuilder: completed.ClientBuilder,
-		Informers:     completed.SharedInformers,
-		Recorder:      completed.EventRecorder,
+		ClusterName:        s.ClusterName,
+		ClusterNameDefault: s.ClusterNameDefault,
+		API:                api,
+		ClientBuilder:      completed.ClientBuilder,
+		Informers:          completed.SharedInformers,
+		Recorder:           completed.EventRecorder,
 
 		AdoptUnmarkedLoadBalancers: s.AdoptUnmarkedLoadBalancers,
+		Transport:                  api.Transport(), // nil unless the upstream metrics read HTTP requests
 	})
 	if err != nil {
 		return fmt.Errorf("building the %s driver: %w", d.Name, err)

@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -107,7 +108,7 @@ func (l *loadBalancers) planClassicSync(ctx context.Context, svc *v1.Service, no
 	if a.Err() != nil {
 		return nil, a.Report(l.c.deps.Recorder)
 	}
-	cl, err := l.c.client(ctx)
+	cl, err := l.c.clusterClient(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -117,6 +118,9 @@ func (l *loadBalancers) planClassicSync(ctx context.Context, svc *v1.Service, no
 	}
 	found, err := l.subnets(ctx, cl, vpc, &nlbSpec{subnetsAnn: spec.subnetsAnn, internal: spec.internal}, a)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := l.checkNamedGroups(ctx, cl, vpc, svc, map[string][]string{AnnSecurityGroups: spec.ownSGs, AnnExtraSecurityGroups: spec.extraSGs}, a); err != nil {
 		return nil, err
 	}
 	if err := a.Report(l.c.deps.Recorder); err != nil {
@@ -146,6 +150,18 @@ func (l *loadBalancers) planClassicSync(ctx context.Context, svc *v1.Service, no
 		if obs.nodes, err = l.observeClassicNodeGroups(ctx, cl, vpc, lbSG, targets); err != nil {
 			return nil, err
 		}
+		// Another Service's load balancer that uses the same group
+		// needs its rule where this one's targets are not.
+		gid := lbSG
+		if len(spec.ownSGs) == 0 {
+			gid = ""
+		}
+		obs.nodes.shared = l.groupUsers(gid, classicSGName(spec.name), svc)
+		if obs.lb != nil && len(obs.lb.SecurityGroups) > 0 && obs.lb.SecurityGroups[0] != lbSG && (obs.sg == nil || obs.lb.SecurityGroups[0] != aws.ToString(obs.sg.GroupId)) {
+			// The group the Service named before: its node rule goes,
+			// unless another Service still uses that group.
+			obs.nodes.released = obs.lb.SecurityGroups[0]
+		}
 	}
 	ap := &classicApplier{l: l, cl: cl, svc: svc, vpc: vpc, spec: spec, subnets: subnets}
 	if obs.sg != nil {
@@ -159,7 +175,7 @@ func (l *loadBalancers) planClassicSync(ctx context.Context, svc *v1.Service, no
 func (l *loadBalancers) classicSpecOf(svc *v1.Service) (*classicSpec, *annotations.Values) {
 	a := LBAnnotations.Parse(svc)
 	ignoreOtherType(a, true)
-	spec := desiredClassic(svc, a, l.c.cluster)
+	spec := desiredClassic(svc, a, l.c.clusterID())
 	if c, ok := hasClassic(svc); ok && !c {
 		a.Fail(AnnType, "the Service has a Network Load Balancer, which cannot become a Classic one; put the type back, or delete and recreate the Service")
 	}
@@ -169,7 +185,7 @@ func (l *loadBalancers) classicSpecOf(svc *v1.Service) (*classicSpec, *annotatio
 // getClassic reports the Classic Load Balancer; a managed group left
 // without it still counts, so that the Service is deleted to the end.
 func (l *loadBalancers) getClassic(ctx context.Context, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
-	cl, err := l.c.client(ctx)
+	cl, err := l.c.clusterClient(ctx)
 	if err != nil {
 		return nil, false, err
 	}
@@ -198,7 +214,7 @@ func (l *loadBalancers) getClassic(ctx context.Context, svc *v1.Service) (*v1.Lo
 // failure.
 func (l *loadBalancers) deleteClassic(ctx context.Context, svc *v1.Service) error {
 	name := lbName(svc)
-	cl, err := l.c.client(ctx)
+	cl, err := l.c.clusterClient(ctx)
 	if err != nil {
 		return err
 	}
@@ -229,10 +245,30 @@ func (l *loadBalancers) deleteClassic(ctx context.Context, svc *v1.Service) erro
 	if err != nil {
 		return err
 	}
+	// The group the Service named (security-groups) was let into the
+	// nodes' groups: that rule goes too, unless another Service uses it.
+	named := map[string]bool{}
+	if id, _ := lbGroupOf(svc); id != "" {
+		named[id] = true
+	}
+	if lb != nil && len(lb.SecurityGroups) > 0 {
+		named[lb.SecurityGroups[0]] = true
+	}
 	sgName := classicSGName(name)
 	sg, err := l.findSecurityGroup(ctx, cl, vpc, sgName)
-	if err != nil || sg == nil {
+	if err != nil {
 		return err
+	}
+	for _, g := range slices.Sorted(maps.Keys(named)) {
+		if sg != nil && g == aws.ToString(sg.GroupId) {
+			continue // the managed group's rules go with it, below
+		}
+		if err := l.releaseNamedGroup(ctx, cl, vpc, svc, g); err != nil {
+			return err
+		}
+	}
+	if sg == nil {
+		return nil
 	}
 	id := aws.ToString(sg.GroupId)
 	if ok, err := l.own.CheckDelete(ctx, svc, l.classicResource(kindSG, id, sgName, name, ec2TagMap(sg.Tags))); err != nil || !ok {

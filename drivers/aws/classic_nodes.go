@@ -27,7 +27,7 @@ func (l *loadBalancers) syncClassicNodes(ctx context.Context, svc *v1.Service, n
 		return false, nil
 	}
 	subnets, _ := base.subnets.([]string)
-	cl, err := l.c.client(ctx)
+	cl, err := l.c.clusterClient(ctx)
 	if err != nil {
 		return true, err
 	}

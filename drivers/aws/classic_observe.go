@@ -37,6 +37,12 @@ type classicObserved struct {
 type classicNodeGroups struct {
 	want, have, tagged map[string]bool
 	found              *nodeGroups // as observeNodeGroups found them
+	// shared are the other Services whose load balancer uses the same
+	// group: while there are any, no node group loses its rule.
+	shared []string
+	// released is the group the load balancer had first and the Service
+	// no longer names, whose node rule goes (namedgroups.go).
+	released string
 }
 
 // findClassic looks the load balancer up by name; (nil, nil) when AWS

@@ -390,11 +390,18 @@ func planClassicNodeGroups(p *loadbalancers.Plan, lbSG string, ng *classicNodeGr
 			Apply:  ap.run(func(ctx context.Context, a *classicApplier) error { return a.grantNodeGroup(ctx, id) })})
 	}
 	for _, id := range slices.Sorted(maps.Keys(ng.have)) {
-		if ng.want[id] || !ng.tagged[id] {
+		if ng.want[id] || !ng.tagged[id] || len(ng.shared) > 0 {
 			continue
 		}
 		p.Add(change{Action: loadbalancers.Update, Kind: kindNodeSG, Name: id,
 			Fields: []field{{Name: "IngressRevoked", From: "all from " + lbSG, To: "none"}},
 			Apply:  ap.run(func(ctx context.Context, a *classicApplier) error { return a.l.revokeGroupRule(ctx, a.cl, id, lbSG) })})
+	}
+	if ng.released != "" {
+		p.Add(change{Action: loadbalancers.Update, Kind: kindNodeSG, Name: "rules naming " + ng.released,
+			Fields: []field{{Name: "IngressRevoked", From: "all from " + ng.released + " (no longer named, unless another Service uses it)", To: "none"}},
+			Apply: ap.run(func(ctx context.Context, a *classicApplier) error {
+				return a.l.releaseNamedGroup(ctx, a.cl, a.vpc, a.svc, ng.released)
+			})})
 	}
 }

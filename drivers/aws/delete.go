@@ -26,11 +26,14 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 		return cloudprovider.ImplementedElsewhere
 	}
 	l.bases.Forget(svc.UID) // nothing left for a node sync to follow
+	if _, err := l.c.clusterClient(ctx); err != nil {
+		return err // ownership needs the cluster ID
+	}
 	if l.isClassic(svc) {
 		return l.deleteClassic(ctx, svc)
 	}
 	spec := &nlbSpec{name: lbName(svc), service: svc.Namespace + "/" + svc.Name}
-	cl, err := l.c.client(ctx)
+	cl, err := l.c.clusterClient(ctx)
 	if err != nil {
 		return err
 	}
@@ -88,7 +91,7 @@ func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 // it: the AWS CCM gives a Classic ELB's group that name without the tag.
 func (l *loadBalancers) serviceSecurityGroups(ctx context.Context, cl *clients, vpc string, svc *v1.Service) ([]ec2types.SecurityGroup, error) {
 	var out []ec2types.SecurityGroup
-	sg, err := l.findSecurityGroup(ctx, cl, vpc, sgName(l.c.cluster, svc))
+	sg, err := l.findSecurityGroup(ctx, cl, vpc, sgName(l.c.clusterName(), svc))
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@
 package aws
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"regexp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -25,6 +27,7 @@ import (
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
+	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/polyccm/polyccm/config"
 	"github.com/polyccm/polyccm/config/secret"
@@ -53,6 +56,13 @@ type Config struct {
 	RoleARN string `koanf:"roleARN"`
 	// ExternalID goes with RoleARN when the role's trust policy asks.
 	ExternalID string `koanf:"externalID"`
+	// ClusterID is the cluster ID the AWS CCM's [Global] KubernetesClusterID
+	// gives: the <id> of the kubernetes.io/cluster/<id> tags and of target
+	// group names. Empty: clusterName when the config sets it, else the
+	// cluster tag of the instance polyccm runs on, as the AWS CCM finds it.
+	// Set it only when the AWS CCM ran with a cluster ID other than its
+	// --cluster-name (which clusterName is).
+	ClusterID string `koanf:"clusterID"`
 	// VPCID is the cluster's VPC (subnet discovery, security groups,
 	// routes); empty: the VPC of the instance polyccm runs on.
 	VPCID string `koanf:"vpcID"`
@@ -63,6 +73,13 @@ type Config struct {
 	// ("ipv4", "ipv6"), as the AWS CCM's NodeIPFamilies: kubelet takes the
 	// first InternalIP as the node IP. Empty: ["ipv4"], its default.
 	NodeIPFamilies []string `koanf:"nodeIPFamilies"`
+	// SupportedTopologyInstanceTypePattern is a regular expression of the
+	// instance types that have a network topology (the AWS CCM's setting
+	// of that name): their Nodes are not initialized without the
+	// topology.k8s.aws/network-node-layer-N labels. Empty: the AWS CCM's
+	// default, hpc, trn and p types. Other types are asked about once a
+	// day and labelled when EC2 has a topology for them.
+	SupportedTopologyInstanceTypePattern string `koanf:"supportedTopologyInstanceTypePattern"`
 	// DisableSecurityGroupIngress leaves the nodes' security groups to the
 	// operator, as the AWS CCM's setting of that name: polyccm then adds
 	// no rules letting load balancers in.
@@ -104,7 +121,9 @@ type Endpoints struct {
 var (
 	regionRE = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-\d+$`)
 	vpcRE    = regexp.MustCompile(`^vpc-[0-9a-f]{8,17}$`)
-	arnRE    = regexp.MustCompile(`^arn:aws[a-z-]*:iam::\d{12}:role/.+$`)
+	// A tag key is at most 128 characters, 22 of them kubernetes.io/cluster/.
+	clusterIDRE = regexp.MustCompile(`^[\pL\pN _.:/=+\-@]{1,106}$`)
+	arnRE       = regexp.MustCompile(`^arn:aws[a-z-]*:iam::\d{12}:role/.+$`)
 )
 
 // Validate checks the subtree; keys are relative to drivers.aws.
@@ -124,6 +143,12 @@ func (c *Config) Validate() error {
 	}
 	if c.ExternalID != "" && c.RoleARN == "" {
 		add("externalID", "only applies with roleARN")
+	}
+	if c.ClusterID != "" && !clusterIDRE.MatchString(c.ClusterID) {
+		add("clusterID", "%q cannot be a tag key's suffix: use 1-106 letters, digits, spaces or _ . : / = + - @ (a tag key holds 128 characters with kubernetes.io/cluster/)", c.ClusterID)
+	}
+	if _, err := regexp.Compile(c.SupportedTopologyInstanceTypePattern); err != nil {
+		add("supportedTopologyInstanceTypePattern", "is not a regular expression: %v", err)
 	}
 	if c.VPCID != "" && !vpcRE.MatchString(c.VPCID) {
 		add("vpcID", "%q is not a VPC ID (vpc-0123456789abcdef0)", c.VPCID)
@@ -159,25 +184,32 @@ func init() {
 		New:             New,
 		Capabilities:    []driver.Capability{driver.Instances, driver.LoadBalancers, driver.Routes, driver.Volumes},
 		Classify:        classify,
+		UpstreamMetrics: upstreamMetrics,
 		CredentialsHint: "the AWS credentials (drivers.aws.accessKeyID/secretAccessKey, the instance role, or AWS_* variables) and, with drivers.aws.roleARN, that the role trusts them",
 	})
 }
 
 // Cloud is AWS for one cluster.
 type Cloud struct {
-	cfg     Config
-	api     *cloudapi.Client
-	cluster string
-	deps    driver.Deps
+	cfg  Config
+	api  *cloudapi.Client
+	deps driver.Deps
+	// cluster is the cluster ID (tags, target group names), known at New
+	// when the config gives it, else once resolveClusterID found it.
+	cluster atomic.Pointer[string]
+	ident   clusterIdentity
 
 	base     aws.Config   // credentials and shared settings, region not yet known
 	metadata *imds.Client // the instance metadata service
 
 	mu      sync.Mutex
 	clients *clients // built on first use, once the region is known
-	vpc     string   // from the instance metadata service, when not configured
+	self    *self    // from the instance metadata service
 
-	zoneIDs   zoneIDCache
+	zones     zoneCache
+	nodes     corelisters.NodeLister // nil without informers
+	services  corelisters.ServiceLister
+	topology  *topologies
 	listSizes instances.ListSizes // instances per VPC, to price full listings
 	lbs       *loadBalancers
 	routes    *routes
@@ -219,9 +251,12 @@ func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
 	if deps.Transport != nil {
 		base.HTTPClient = &http.Client{Transport: deps.Transport(http.DefaultTransport.(*http.Transport).Clone())}
 	}
-	c := &Cloud{cfg: *cfg, api: deps.API, cluster: deps.ClusterName, deps: deps, base: base,
+	c := &Cloud{cfg: *cfg, api: deps.API, deps: deps, base: base,
 		// One client keeps its IMDSv2 session token across reads.
 		metadata: imds.New(imds.Options{Endpoint: cfg.Endpoints.IMDS, Retryer: aws.NopRetryer{}})}
+	if c.topology, err = newTopologies(cfg.SupportedTopologyInstanceTypePattern); err != nil {
+		return nil, fmt.Errorf("aws: drivers.aws.supportedTopologyInstanceTypePattern: %w", err)
+	}
 	c.lbs = &loadBalancers{c: c, own: loadbalancers.NewOwnership(loadbalancers.Options{
 		Cloud:         "AWS",
 		Informers:     deps.Informers,
@@ -231,12 +266,23 @@ func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
 		MarksOf:       c.marksOf,
 	})}
 	c.routes = &routes{c: c}
+	if cfg.ClusterID != "" || !deps.ClusterNameDefault {
+		// Known without asking AWS: resolveClusterID only records it.
+		id := cmp.Or(cfg.ClusterID, deps.ClusterName)
+		c.cluster.Store(&id)
+	}
 	if deps.Informers != nil {
-		// Routes map Nodes to instances; registering before the factory
-		// starts makes the informer part of it.
+		// Routes map Nodes to instances, and a deleted load balancer's
+		// node rules are looked for in the Nodes' groups; registering
+		// before the factory starts makes the informer part of it.
 		nodes := deps.Informers.Core().V1().Nodes()
 		nodes.Informer()
-		c.routes.nodes = nodes.Lister()
+		c.nodes = nodes.Lister()
+		// Which Services use a security group decides whether its node
+		// rule may go (namedgroups.go).
+		svcs := deps.Informers.Core().V1().Services()
+		svcs.Informer()
+		c.services = svcs.Lister()
 	}
 	return c, nil
 }
@@ -304,7 +350,7 @@ func (c *Cloud) assumeRole(region string) aws.CredentialsProvider {
 		}
 	})
 	return aws.NewCredentialsCache(stscreds.NewAssumeRoleProvider(stsClient, c.cfg.RoleARN, func(o *stscreds.AssumeRoleOptions) {
-		o.RoleSessionName = roleSessionName(c.cluster)
+		o.RoleSessionName = roleSessionName(c.clusterName())
 		if c.cfg.ExternalID != "" {
 			o.ExternalID = aws.String(c.cfg.ExternalID)
 		}
@@ -372,5 +418,37 @@ func (c *Cloud) knownVPC() string {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.vpc
+	if c.self == nil {
+		return ""
+	}
+	return c.self.vpc
 }
+
+// clusterClient is client for the calls that need the cluster ID (load
+// balancers, routes): it is resolved first.
+func (c *Cloud) clusterClient(ctx context.Context) (*clients, error) {
+	cl, err := c.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.resolveClusterID(ctx, cl); err != nil {
+		return nil, err
+	}
+	return cl, nil
+}
+
+// clusterID is the cluster ID that tags and target group names carry. It
+// is known once clusterClient succeeded (or at New, when configured).
+func (c *Cloud) clusterID() string {
+	if p := c.cluster.Load(); p != nil {
+		return *p
+	}
+	// Only reachable from a path that skipped clusterClient: a bug, and
+	// an empty ID must never match another cluster's tags.
+	panic("aws: the cluster ID is used before it was resolved")
+}
+
+// clusterName is the cluster's name (the upstream --cluster-name), which
+// the AWS CCM hashes into an NLB's security group name; it may differ
+// from the cluster ID.
+func (c *Cloud) clusterName() string { return c.deps.ClusterName }

@@ -64,9 +64,10 @@ func isolate(t *testing.T) {
 }
 
 // world is a fake AWS account arranged like a cluster's: a VPC tagged
-// for the cluster (with IPv6), public subnets tagged for internet-facing
-// NLBs and private ones for internal NLBs in zones a and b, an untagged
-// subnet in zone c, and a route table tagged for the cluster.
+// for the cluster (with IPv6), public subnets (routed to an internet
+// gateway) tagged for internet-facing NLBs and private ones for internal
+// NLBs in zones a and b, another cluster's subnet in zone c, and a route
+// table tagged for the cluster.
 type world struct {
 	t        *testing.T
 	fake     *fakeaws.Server
@@ -80,6 +81,9 @@ type world struct {
 	secretFn string
 	// clusterName is the one the driver is built with; default cluster.
 	clusterName string
+	// clusterNameDefault builds it as if the config left clusterName
+	// unset (driver.Deps.ClusterNameDefault).
+	clusterNameDefault bool
 }
 
 type worldOpt func(*worldSettings)
@@ -120,7 +124,19 @@ func newWorld(t *testing.T, opts ...worldOpt) *world {
 			Tags:      map[string]string{clusterTag: awsccm.TagShared, awsccm.TagRoleInternalELB: "1", "Name": "private-" + z[len(z)-1:]},
 		})
 	}
-	w.spare = f.AddSubnet(fakeaws.Subnet{VPCID: w.vpc.ID, AvailabilityZone: zoneC, CIDRBlock: "10.0.30.0/24", Tags: map[string]string{"Name": "spare-c"}})
+	// The public subnets route to the internet gateway, as the AWS CCM
+	// wants of an internet-facing load balancer's subnets; the others use
+	// the main table, which does not.
+	igw := f.AddInternetGateway(w.vpc.ID, nil)
+	f.AddRouteTable(fakeaws.RouteTable{VPCID: w.vpc.ID,
+		Routes:       []fakeaws.Route{{DestinationCIDRBlock: "0.0.0.0/0", GatewayID: igw.ID}},
+		Associations: []fakeaws.RouteTableAssociation{{SubnetID: w.public[zoneA].ID}, {SubnetID: w.public[zoneB].ID}},
+		Tags:         map[string]string{"Name": "public"},
+	})
+	// Another cluster's: the AWS CCM would take a subnet with no cluster
+	// tag at all.
+	w.spare = f.AddSubnet(fakeaws.Subnet{VPCID: w.vpc.ID, AvailabilityZone: zoneC, CIDRBlock: "10.0.30.0/24",
+		Tags: map[string]string{"Name": "spare-c", awsccm.TagClusterPrefix + "other": awsccm.TagShared}})
 	if !ws.noTable {
 		w.table = f.AddRouteTable(fakeaws.RouteTable{VPCID: w.vpc.ID, Tags: owned})
 	}
@@ -195,10 +211,11 @@ func (w *world) env(cfg *awsccm.Config) *env {
 	})
 	e.informers = informers.NewSharedInformerFactory(e.kube, 0)
 	cloud, err := d.New(cfg, driver.Deps{
-		ClusterName: w.clusterName,
-		API:         e.api,
-		Informers:   e.informers,
-		Recorder:    e.rec,
+		ClusterName:        w.clusterName,
+		ClusterNameDefault: w.clusterNameDefault,
+		API:                e.api,
+		Informers:          e.informers,
+		Recorder:           e.rec,
 	})
 	if err != nil {
 		w.t.Fatalf("New: %v", err)

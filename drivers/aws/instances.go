@@ -108,18 +108,27 @@ func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (inst
 		}
 		all = append(all, got...)
 	}
-	if err := c.zoneIDs.ensure(ctx, c, cl, all); err != nil {
+	if err := c.zones.ensureFor(ctx, c, cl, all); err != nil {
 		return instances.Answer{}, err
 	}
+	topologyErr := c.ensureTopology(ctx, cl, all)
 
 	found := map[string]*instances.Instance{}
+	failed := map[string]error{}               // by instance ID and private DNS name
 	live := map[string][]*instances.Instance{} // private DNS name -> live instances
 	var seen []instances.Instance
 	for i := range all {
 		inst := c.toInstance(&all[i], cl.region)
 		id := aws.ToString(all[i].InstanceId)
 		found[id] = inst // nil when terminated
-		if inst != nil {
+		switch {
+		case inst == nil:
+			c.topology.forget([]string{id})
+		case topologyErr[id] != nil:
+			// Not answered without its topology labels, nor cached.
+			failed[id] = topologyErr[id]
+			failed[aws.ToString(all[i].PrivateDnsName)] = topologyErr[id]
+		default:
 			live[inst.Name] = append(live[inst.Name], inst)
 			seen = append(seen, *inst)
 		}
@@ -127,7 +136,9 @@ func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (inst
 	for id, idx := range byID {
 		r := instances.Result{}
 		var ok bool
-		if r.Instance, ok = found[id]; !ok {
+		if err := failed[id]; err != nil {
+			r.Err = err
+		} else if r.Instance, ok = found[id]; !ok {
 			// Not in the listing: ask for it by ID, which answers a
 			// definitive InvalidInstanceID.NotFound.
 			r.Instance, r.Err = c.confirmInstance(ctx, cl, id)
@@ -138,9 +149,11 @@ func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (inst
 	}
 	for name, idx := range byName {
 		var r instances.Result
-		switch insts := live[name]; len(insts) {
-		case 0: // a private DNS name with no live instance: gone
-		case 1:
+		switch insts := live[name]; {
+		case failed[name] != nil && len(insts) == 0:
+			r.Err = failed[name]
+		case len(insts) == 0: // a private DNS name with no live instance: gone
+		case len(insts) == 1:
 			r.Instance = insts[0]
 		default:
 			r.Err = fmt.Errorf("%d running instances have the private DNS name %q; set the Node's spec.providerID to say which", len(insts), name)
@@ -185,7 +198,7 @@ func (c *Cloud) confirmInstance(ctx context.Context, cl *clients, id string) (*i
 	if err != nil {
 		return nil, err
 	}
-	if err := c.zoneIDs.ensure(ctx, c, cl, got); err != nil {
+	if err := c.zones.ensureFor(ctx, c, cl, got); err != nil {
 		return nil, err
 	}
 	for i := range got {
@@ -235,8 +248,12 @@ func (c *Cloud) toInstance(in *ec2types.Instance, region string) *instances.Inst
 		Shutdown: state == ec2types.InstanceStateNameStopped || state == ec2types.InstanceStateNameStopping ||
 			state == ec2types.InstanceStateNameShuttingDown,
 	}
-	if id := c.zoneIDs.get(az); id != "" {
-		inst.Labels = map[string]string{LabelZoneID: id}
+	inst.Labels = c.topology.labels(aws.ToString(in.InstanceId))
+	if id := c.zones.get(az); id != "" {
+		if inst.Labels == nil {
+			inst.Labels = map[string]string{}
+		}
+		inst.Labels[LabelZoneID] = id
 	}
 	inst.Addresses = addresses(in, c.cfg.ipFamilies())
 	return inst
@@ -305,23 +322,44 @@ func addresses(in *ec2types.Instance, families []string) []v1.NodeAddress {
 	return out
 }
 
-// zoneIDCache maps zone names to zone IDs; zones do not change, so one
+// zoneCache holds each zone's ID and type; zones do not change, so one
 // DescribeAvailabilityZones answers for the life of the process.
-type zoneIDCache struct {
-	mu  sync.RWMutex
-	ids map[string]string
+type zoneCache struct {
+	mu    sync.RWMutex
+	ids   map[string]string
+	types map[string]string // availability-zone, local-zone, wavelength-zone, outpost
 }
 
-func (z *zoneIDCache) get(zone string) string {
+func (z *zoneCache) get(zone string) string {
 	z.mu.RLock()
 	defer z.mu.RUnlock()
 	return z.ids[zone]
 }
 
-func (z *zoneIDCache) ensure(ctx context.Context, c *Cloud, cl *clients, insts []ec2types.Instance) error {
-	missing := false
+// zoneType is the zone's type, "" when unknown.
+func (z *zoneCache) zoneType(zone string) string {
+	z.mu.RLock()
+	defer z.mu.RUnlock()
+	return z.types[zone]
+}
+
+// ensureFor makes sure the zones of insts are known.
+func (z *zoneCache) ensureFor(ctx context.Context, c *Cloud, cl *clients, insts []ec2types.Instance) error {
+	var zones []string
 	for i := range insts {
-		if insts[i].Placement != nil && z.get(aws.ToString(insts[i].Placement.AvailabilityZone)) == "" {
+		if insts[i].Placement != nil {
+			zones = append(zones, aws.ToString(insts[i].Placement.AvailabilityZone))
+		}
+	}
+	return z.ensure(ctx, c, cl, zones)
+}
+
+// ensure makes sure the named zones are known, with one call for all of
+// them the first time.
+func (z *zoneCache) ensure(ctx context.Context, c *Cloud, cl *clients, zones []string) error {
+	missing := false
+	for _, name := range zones {
+		if name != "" && z.get(name) == "" {
 			missing = true
 		}
 	}
@@ -340,10 +378,11 @@ func (z *zoneIDCache) ensure(ctx context.Context, c *Cloud, cl *clients, insts [
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	if z.ids == nil {
-		z.ids = map[string]string{}
+		z.ids, z.types = map[string]string{}, map[string]string{}
 	}
 	for _, az := range out.AvailabilityZones {
 		z.ids[aws.ToString(az.ZoneName)] = aws.ToString(az.ZoneId)
+		z.types[aws.ToString(az.ZoneName)] = aws.ToString(az.ZoneType)
 	}
 	return nil
 }

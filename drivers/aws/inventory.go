@@ -23,7 +23,7 @@ const tagBatch = 20
 // legacy KubernetesCluster tag), as polyccm and the AWS CCM tag them, for
 // `polyccm plan`.
 func (c *Cloud) LoadBalancerInventory(ctx context.Context) ([]loadbalancers.Resource, error) {
-	cl, err := c.client(ctx)
+	cl, err := c.clusterClient(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -121,7 +121,7 @@ var nlbAnnotationSpecs = []annotations.Spec{
 		return nil
 	}),
 	annotations.List(AnnSSLPorts, "* or comma-separated Service port numbers or names", "Ports whose listeners are TLS (default * when ssl-cert is set).", func(s string) error { return nil }),
-	annotations.String(AnnSSLNegotiationPolicy, "an ELB security policy name, e.g. ELBSecurityPolicy-TLS13-1-2-2021-06", "ELBSecurityPolicy-TLS13-1-2-2021-06", "TLS policy of TLS listeners.", func(s string) error {
+	annotations.String(AnnSSLNegotiationPolicy, "an ELB security policy name, e.g. ELBSecurityPolicy-TLS13-1-2-2021-06", "none sent: a new NLB listener gets the API's default (ELBSecurityPolicy-2016-08) and an existing one keeps its policy", "TLS policy of TLS listeners.", func(s string) error {
 		if !policyNameRE.MatchString(s) {
 			return fmt.Errorf("bad policy name")
 		}
@@ -254,11 +254,13 @@ func legacyPrefix(svc *v1.Service) string {
 }
 
 // desiredNLB computes the NLB for svc; problems go into a.
-func desiredNLB(svc *v1.Service, a *annotations.Values, cluster string) *nlbSpec {
+// cluster is the cluster ID (tags, target group names) and clusterName
+// the name the AWS CCM hashes into the security group's name.
+func desiredNLB(svc *v1.Service, a *annotations.Values, cluster, clusterName string) *nlbSpec {
 	s := &nlbSpec{
 		name:       lbName(svc),
 		service:    svc.Namespace + "/" + svc.Name,
-		sgName:     sgName(cluster, svc),
+		sgName:     sgName(clusterName, svc),
 		legacySG:   legacySGName(svc),
 		subnetsAnn: a.List(AnnSubnets),
 		eips:       a.List(AnnEIPAllocations),
@@ -456,7 +458,10 @@ func nlbListeners(svc *v1.Service, a *annotations.Values, cluster string, hc hea
 		if tcp != nil && udp == nil && (allSSL || sslPorts[strconv.Itoa(int(port))] || sslPorts[tcp.Name]) {
 			l.protocol = elbtypes.ProtocolEnumTls
 			l.certs = certs
-			l.sslPolicy = a.String(AnnSSLNegotiationPolicy, "ELBSecurityPolicy-TLS13-1-2-2021-06")
+			// Without the annotation no policy is sent, as the AWS CCM does:
+			// AWS gives a new listener its API default, and an existing
+			// listener keeps whatever policy it has.
+			l.sslPolicy = a.String(AnnSSLNegotiationPolicy, "")
 			if backendTLS {
 				tgProto = elbtypes.ProtocolEnumTls
 			}

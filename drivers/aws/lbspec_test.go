@@ -357,8 +357,8 @@ func TestValidAnnotations(t *testing.T) {
 		{name: "TLS on every port by default", ann: map[string]string{awsccm.AnnSSLCert: certARN}, ports: []v1.ServicePort{tcp("http", 80, 30080), tcp("https", 443, 30443)},
 			check: func(t *testing.T, e *env, lb fakeaws.LoadBalancer) {
 				want := map[int32]string{
-					80:  "TLS->TCP:30080 cert=" + certARN + " policy=ELBSecurityPolicy-TLS13-1-2-2021-06",
-					443: "TLS->TCP:30443 cert=" + certARN + " policy=ELBSecurityPolicy-TLS13-1-2-2021-06",
+					80:  "TLS->TCP:30080 cert=" + certARN + " policy=ELBSecurityPolicy-2016-08",
+					443: "TLS->TCP:30443 cert=" + certARN + " policy=ELBSecurityPolicy-2016-08",
 				}
 				if got := listenerSummary(e, lb); !reflect.DeepEqual(got, want) {
 					t.Errorf("listeners\n got %v\nwant %v", got, want)
@@ -382,7 +382,7 @@ func TestValidAnnotations(t *testing.T) {
 			check: func(t *testing.T, e *env, lb fakeaws.LoadBalancer) {
 				want := map[int32]string{
 					80:  "TCP->TCP:30080",
-					443: "TLS->TLS:30443 cert=" + certARN + " policy=ELBSecurityPolicy-TLS13-1-2-2021-06",
+					443: "TLS->TLS:30443 cert=" + certARN + " policy=ELBSecurityPolicy-2016-08",
 				}
 				if got := listenerSummary(e, lb); !reflect.DeepEqual(got, want) {
 					t.Errorf("listeners\n got %v\nwant %v", got, want)
@@ -402,7 +402,7 @@ func TestValidAnnotations(t *testing.T) {
 		{name: "TLS leaves UDP alone", ann: map[string]string{awsccm.AnnSSLCert: certARN},
 			ports: []v1.ServicePort{tcp("dns-tcp", 53, 30053), udp("dns-udp", 53, 30053), tcp("https", 443, 30443)},
 			check: func(t *testing.T, e *env, lb fakeaws.LoadBalancer) {
-				want := map[int32]string{53: "TCP_UDP->TCP_UDP:30053", 443: "TLS->TCP:30443 cert=" + certARN + " policy=ELBSecurityPolicy-TLS13-1-2-2021-06"}
+				want := map[int32]string{53: "TCP_UDP->TCP_UDP:30053", 443: "TLS->TCP:30443 cert=" + certARN + " policy=ELBSecurityPolicy-2016-08"}
 				if got := listenerSummary(e, lb); !reflect.DeepEqual(got, want) {
 					t.Errorf("listeners\n got %v\nwant %v", got, want)
 				}

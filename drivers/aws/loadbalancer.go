@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -35,6 +36,8 @@ type loadBalancers struct {
 	// bases and groups are what the node-only sync reuses (nodesync.go).
 	bases  loadbalancers.Bases[*syncBase]
 	groups instanceGroups
+	// groupLocks serialize changes to one node security group (nodesg.go).
+	groupLocks sync.Map
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
@@ -61,7 +64,7 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.S
 	if l.isClassic(svc) {
 		return l.getClassic(ctx, svc)
 	}
-	cl, err := l.c.client(ctx)
+	cl, err := l.c.clusterClient(ctx)
 	if err != nil {
 		return nil, false, err
 	}
@@ -102,6 +105,9 @@ func (l *loadBalancers) leftovers(ctx context.Context, cl *clients, svc *v1.Serv
 // targets where the node-only sync can (nodesync.go); otherwise it runs
 // the full sync.
 func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
+	if _, err := l.c.clusterClient(ctx); err != nil {
+		return err // names and tags need the cluster ID
+	}
 	var done bool
 	var err error
 	switch {
@@ -131,6 +137,9 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	// What the last full sync left no longer holds once this one starts:
 	// it may stop half done.
 	l.bases.Forget(svc.UID)
+	if _, err := l.c.clusterClient(ctx); err != nil {
+		return nil, err // names and tags need the cluster ID
+	}
 	if !elsewhere(svc) && l.wantsClassic(svc) {
 		return l.ensureClassic(ctx, svc, nodes)
 	}
@@ -138,12 +147,13 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if err != nil {
 		return nil, err
 	}
-	if s.obs.noSG && len(svc.Spec.LoadBalancerSourceRanges) > 0 && l.c.deps.Recorder != nil {
+	if s.obs.noSG && len(svc.Spec.LoadBalancerSourceRanges) > 0 && l.c.cfg.DisableSecurityGroupIngress && l.c.deps.Recorder != nil {
 		// An NLB made without security groups (the AWS CCM's default) can
-		// never get one: it is adopted as it is, and this says what that
-		// costs.
+		// never get one: its source ranges are enforced by the client
+		// rules in the nodes' security groups, as the AWS CCM writes
+		// them. With those rules turned off nothing enforces them.
 		l.c.deps.Recorder.Eventf(svc, v1.EventTypeWarning, "SourceRangesNotEnforced",
-			"load balancer %s was created without security groups, so loadBalancerSourceRanges cannot be enforced on it; restrict the nodes' security groups, or delete and recreate the Service to get an NLB with a managed security group", s.ap.spec.name)
+			"load balancer %s was created without security groups and drivers.aws.disableSecurityGroupIngress is set, so nothing enforces loadBalancerSourceRanges; restrict the nodes' security groups yourself, or delete and recreate the Service to get an NLB with a managed security group", s.ap.spec.name)
 	}
 	if s.obs.noSG && len(s.ap.spec.byoSGs) > 0 && l.c.deps.Recorder != nil {
 		l.c.deps.Recorder.Eventf(svc, v1.EventTypeWarning, "SecurityGroupsNotApplied",
@@ -195,7 +205,7 @@ func (l *loadBalancers) planSync(ctx context.Context, svc *v1.Service, nodes []*
 	if err := l.own.CheckAddresses(ctx, svc, AnnEIPAllocations+" or "+AnnPrivateIPv4Addresses, slices.Concat(spec.eips, spec.privateIPs), fixedAddresses); err != nil {
 		return nil, err
 	}
-	cl, err := l.c.client(ctx)
+	cl, err := l.c.clusterClient(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -205,6 +215,9 @@ func (l *loadBalancers) planSync(ctx context.Context, svc *v1.Service, nodes []*
 	}
 	subnets, err := l.subnets(ctx, cl, vpc, spec, a)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := l.checkNamedGroups(ctx, cl, vpc, svc, map[string][]string{AnnSecurityGroups: spec.byoSGs}, a); err != nil {
 		return nil, err
 	}
 	if err := a.Report(l.c.deps.Recorder); err != nil {
@@ -238,5 +251,5 @@ func (l *loadBalancers) nlbSpecOf(svc *v1.Service) (*nlbSpec, *annotations.Value
 	if c, ok := hasClassic(svc); ok && c {
 		a.Fail(AnnType, "the Service has a Classic Load Balancer, which cannot become a Network Load Balancer; put the type back, or delete and recreate the Service")
 	}
-	return desiredNLB(svc, a, l.c.cluster), a
+	return desiredNLB(svc, a, l.c.clusterID(), l.c.clusterName()), a
 }

@@ -2,6 +2,7 @@ package aws_test
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -76,8 +77,10 @@ func TestTLSListenerChanges(t *testing.T) {
 			t.Errorf("%s: stats %+v", name, st)
 		}
 	}
+	// No policy annotation: none is sent, as the AWS CCM sends none, and
+	// the listener gets the API's default.
 	step("TLS on 443", map[string]string{awsccm.AnnSSLCert: certARN, awsccm.AnnSSLPorts: "https"}, map[int32]string{
-		80: "TCP->TCP:30080", 443: "TLS->TCP:30443 cert=" + certARN + " policy=ELBSecurityPolicy-TLS13-1-2-2021-06",
+		80: "TCP->TCP:30080", 443: "TLS->TCP:30443 cert=" + certARN + " policy=ELBSecurityPolicy-2016-08",
 	})
 	if l := e.listeners(lb.ARN)[443]; l.ARN != tcp443.ARN || e.targetGroup(l).ARN != tg443.ARN {
 		t.Error("turning TLS on replaced the listener or its target group; it is changed in place")
@@ -85,9 +88,16 @@ func TestTLSListenerChanges(t *testing.T) {
 	step("another certificate and policy", map[string]string{awsccm.AnnSSLCert: cert2ARN, awsccm.AnnSSLPorts: "443", awsccm.AnnSSLNegotiationPolicy: "ELBSecurityPolicy-FS-1-2-Res-2020-10"}, map[int32]string{
 		80: "TCP->TCP:30080", 443: "TLS->TCP:30443 cert=" + cert2ARN + " policy=ELBSecurityPolicy-FS-1-2-Res-2020-10",
 	})
+	// The annotation taken away: the listener keeps the policy it has
+	// (the AWS CCM sends none), so TLS clients it serves are not cut off.
 	step("TLS to the backends", map[string]string{awsccm.AnnSSLCert: cert2ARN, awsccm.AnnSSLPorts: "443", awsccm.AnnBackendProtocol: "tls"}, map[int32]string{
-		80: "TCP->TCP:30080", 443: "TLS->TLS:30443 cert=" + cert2ARN + " policy=ELBSecurityPolicy-TLS13-1-2-2021-06",
+		80: "TCP->TCP:30080", 443: "TLS->TLS:30443 cert=" + cert2ARN + " policy=ELBSecurityPolicy-FS-1-2-Res-2020-10",
 	})
+	before := e.calls("ModifyListener")
+	e.ensure(service(map[string]string{awsccm.AnnSSLCert: cert2ARN, awsccm.AnnSSLPorts: "443", awsccm.AnnBackendProtocol: "tls"}, ports...), nodes)
+	if n := e.calls("ModifyListener") - before; n != 0 {
+		t.Errorf("a steady sync without a policy annotation sent %d ModifyListener calls; want none", n)
+	}
 	if _, ok := e.fake.TargetGroup(tg443.ARN); ok {
 		t.Error("the TCP target group of 443 is left behind after the switch to TLS")
 	}
@@ -674,29 +684,58 @@ func TestDeleteKeepsOtherServicesTargetGroups(t *testing.T) {
 
 // An NLB of this Service made without security groups (as the AWS CCM
 // makes them by default) is adopted as it is: AWS refuses to add security
-// groups to it, so none is made or set, and source ranges that cannot be
-// enforced are a Warning event.
+// groups to it, so none is made or set. Its source ranges are enforced by
+// the client rules in the nodes' security groups, as the AWS CCM writes
+// them: no warning then. Only with those rules turned off
+// (disableSecurityGroupIngress) does nothing enforce them, and a Warning
+// event says so.
 func TestAdoptsNLBWithoutSecurityGroups(t *testing.T) {
-	e := newEnv(t)
-	nodes, _ := e.nodes(2)
-	e.foreignNLB(map[string]string{clusterTag: "owned", awsccm.TagServiceName: "shop/web"})
-	svc := service(nil)
-	svc.Spec.LoadBalancerSourceRanges = []string{"203.0.113.0/24"}
-	e.ensure(svc, nodes)
-	lb := e.nlb()
-	if len(lb.SecurityGroups) != 0 || e.fake.Stats().SecurityGroups.Created != 0 {
-		t.Errorf("security groups %v, %d created; want none", lb.SecurityGroups, e.fake.Stats().SecurityGroups.Created)
+	for _, disable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("disableSecurityGroupIngress=%v", disable), func(t *testing.T) {
+			w := newWorld(t)
+			cfg := w.config()
+			cfg.DisableSecurityGroupIngress = disable
+			e := w.env(cfg)
+			nodes, ins := e.nodes(2)
+			e.foreignNLB(map[string]string{clusterTag: "owned", awsccm.TagServiceName: "shop/web"})
+			svc := service(nil)
+			svc.Spec.LoadBalancerSourceRanges = []string{"203.0.113.0/24"}
+			e.ensure(svc, nodes)
+			lb := e.nlb()
+			if len(lb.SecurityGroups) != 0 || e.fake.Stats().SecurityGroups.Created != 0 {
+				t.Errorf("security groups %v, %d created; want none", lb.SecurityGroups, e.fake.Stats().SecurityGroups.Created)
+			}
+			if n := e.calls("SetSecurityGroups"); n != 0 {
+				t.Errorf("%d SetSecurityGroups calls", n)
+			}
+			if len(e.listeners(lb.ARN)) != 1 {
+				t.Errorf("listeners %v, want the Service's port", e.listeners(lb.ARN))
+			}
+			// What enforces the ranges: the client rule in the nodes' group.
+			group, ok := e.fake.SecurityGroup(ins[0].SecurityGroupIDs[0])
+			if !ok {
+				t.Fatalf("no group %s", ins[0].SecurityGroupIDs[0])
+			}
+			enforced := false
+			for _, r := range group.Ingress {
+				for _, c := range r.IPRanges {
+					if c.CIDR == "203.0.113.0/24" && c.Description == "kubernetes.io/rule/nlb/client="+lb.Name {
+						enforced = true
+					}
+				}
+			}
+			ev := strings.Join(e.events(), "\n")
+			switch {
+			case !disable && !enforced:
+				t.Errorf("no client rule for 203.0.113.0/24 in node group %s: %+v", group.ID, group.Ingress)
+			case !disable && strings.Contains(ev, "SourceRangesNotEnforced"):
+				t.Errorf("events %q: the node rules enforce the ranges, want no SourceRangesNotEnforced warning", ev)
+			case disable && (enforced || !strings.Contains(ev, "SourceRangesNotEnforced")):
+				t.Errorf("events %q, node rule %v; want a SourceRangesNotEnforced warning and no rule", ev, enforced)
+			}
+			e.ensure(svc, nodes) // steady: still no error
+		})
 	}
-	if n := e.calls("SetSecurityGroups"); n != 0 {
-		t.Errorf("%d SetSecurityGroups calls", n)
-	}
-	if len(e.listeners(lb.ARN)) != 1 {
-		t.Errorf("listeners %v, want the Service's port", e.listeners(lb.ARN))
-	}
-	if ev := strings.Join(e.events(), "\n"); !strings.Contains(ev, "SourceRangesNotEnforced") {
-		t.Errorf("events %q, want a SourceRangesNotEnforced warning", ev)
-	}
-	e.ensure(svc, nodes) // steady: still no error
 }
 
 // A short interval given alone brings the default timeout (6s) below it

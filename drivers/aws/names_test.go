@@ -44,7 +44,7 @@ func vecService(ns, name, uid string, ann map[string]string, ports ...v1.Service
 func vecSpec(t *testing.T, svc *v1.Service, cluster string) *nlbSpec {
 	t.Helper()
 	a := LBAnnotations.Parse(svc)
-	spec := desiredNLB(svc, a, cluster)
+	spec := desiredNLB(svc, a, cluster, cluster)
 	if err := a.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,10 @@ func TestTagsAreUpstreams(t *testing.T) {
 // What counts as this cluster's: upstream's hasClusterTag (subnets) and
 // hasClusterTagOwned (resources it may change) for cluster "unit".
 func TestClusterTagsAsUpstreamReadsThem(t *testing.T) {
-	l := &loadBalancers{c: &Cloud{cluster: "unit"}}
+	c := &Cloud{}
+	id := "unit"
+	c.cluster.Store(&id)
+	l := &loadBalancers{c: c}
 	cases := []struct {
 		tags       map[string]string
 		has, owned bool

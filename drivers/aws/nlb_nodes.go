@@ -28,7 +28,7 @@ func (l *loadBalancers) syncNLBNodes(ctx context.Context, svc *v1.Service, nodes
 		return false, nil
 	}
 	subnets, _ := base.subnets.([]subnet)
-	cl, err := l.c.client(ctx)
+	cl, err := l.c.clusterClient(ctx)
 	if err != nil {
 		return true, err
 	}

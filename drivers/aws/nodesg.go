@@ -8,11 +8,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
+
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/loadbalancers"
@@ -203,6 +206,17 @@ func planNodeGroup(lb string, current, want []nodeRule) nodeGroupChange {
 	}
 	after = append(after, ch.grant...)
 
+	m := planMTU(current, after)
+	ch.grant, ch.revoke = append(ch.grant, m.grant...), append(ch.revoke, m.revoke...)
+	ch.grant, ch.revoke = dedupRules(ch.grant), dedupRules(ch.revoke)
+	return ch
+}
+
+// planMTU is the change that makes a group's MTU-discovery rules (ICMP
+// "fragmentation needed", type 3 code 4) match the client rules it will
+// hold (after), given the rules it holds now.
+func planMTU(current, after []nodeRule) nodeGroupChange {
+	var ch nodeGroupChange
 	var mtu []nodeRule
 	for _, r := range after {
 		if strings.HasPrefix(r.desc, ruleDescClient+"=") {
@@ -211,16 +225,18 @@ func planNodeGroup(lb string, current, want []nodeRule) nodeGroupChange {
 	}
 	mtu = dedupRules(mtu)
 	for _, r := range mtu {
-		if !has(current, r) && !allowed(r) {
+		// Any rule with this protocol, type and source lets it in already.
+		if !slices.ContainsFunc(current, func(c nodeRule) bool {
+			return c.proto == r.proto && c.from == r.from && c.to == r.to && c.cidr == r.cidr
+		}) {
 			ch.grant = append(ch.grant, r)
 		}
 	}
 	for _, r := range current {
-		if r.desc == ruleDescMTU && !has(mtu, r) {
+		if r.desc == ruleDescMTU && !slices.Contains(mtu, r) {
 			ch.revoke = append(ch.revoke, r)
 		}
 	}
-	ch.grant, ch.revoke = dedupRules(ch.grant), dedupRules(ch.revoke)
 	return ch
 }
 
@@ -385,9 +401,49 @@ func nodeRuleFields(ch nodeGroupChange) []field {
 	return out
 }
 
-// updateNodeGroup revokes, then grants. A rule already gone or already
-// there is no error: another sync (or the operator) got there first.
+// updateNodeGroup revokes, then grants, this NLB's rules; then brings the
+// shared MTU-discovery rules in line with the client rules the group holds
+// now, read afresh. Changes to one group are made one at a time: the MTU
+// rules follow every NLB of the group, and two NLBs deleted together must
+// not each keep them for the other. A rule already gone or already there
+// is no error: another sync (or the operator) got there first.
 func (l *loadBalancers) updateNodeGroup(ctx context.Context, cl *clients, id string, ch nodeGroupChange) error {
+	mu := l.groupLock(id)
+	mu.Lock()
+	defer mu.Unlock()
+	notMTU := func(r nodeRule) bool { return r.desc != ruleDescMTU }
+	own := nodeGroupChange{grant: filterRules(ch.grant, notMTU), revoke: filterRules(ch.revoke, notMTU)}
+	if err := l.changeNodeGroup(ctx, cl, id, own); err != nil {
+		return err
+	}
+	sgs, err := l.describeGroups(ctx, cl, &ec2.DescribeSecurityGroupsInput{GroupIds: []string{id}})
+	if err != nil {
+		return err
+	}
+	if len(sgs) == 0 {
+		return nil
+	}
+	current := nodeRulesOf(sgs[0].IpPermissions)
+	return l.changeNodeGroup(ctx, cl, id, planMTU(current, current))
+}
+
+func filterRules(rules []nodeRule, keep func(nodeRule) bool) []nodeRule {
+	var out []nodeRule
+	for _, r := range rules {
+		if keep(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// groupLock is the in-process lock of one node group.
+func (l *loadBalancers) groupLock(id string) *sync.Mutex {
+	mu, _ := l.groupLocks.LoadOrStore(id, &sync.Mutex{})
+	return mu.(*sync.Mutex)
+}
+
+func (l *loadBalancers) changeNodeGroup(ctx context.Context, cl *clients, id string, ch nodeGroupChange) error {
 	if len(ch.revoke) > 0 {
 		_, err := cloudapi.Call(ctx, l.c.api, "ec2.RevokeSecurityGroupIngress", func(ctx context.Context) (*ec2.RevokeSecurityGroupIngressOutput, error) {
 			return cl.ec2.RevokeSecurityGroupIngress(ctx, &ec2.RevokeSecurityGroupIngressInput{GroupId: aws.String(id), IpPermissions: nodePermissions(ch.revoke)})
@@ -407,16 +463,66 @@ func (l *loadBalancers) updateNodeGroup(ctx context.Context, cl *clients, id str
 	return nil
 }
 
-// revokeNodeRules takes a deleted NLB's rules out of every cluster group.
+// revokeNodeRules takes a deleted NLB's rules out of every group they may
+// be in: the cluster's tagged groups, and every group of every Node's
+// instance, since a sync puts them into the instance's only group when
+// none is tagged (the AWS CCM looks in the tagged groups only, and leaves
+// them there). Only rules with this NLB's descriptions are revoked, so
+// reading more groups than the sync chose can take nothing else.
 func (l *loadBalancers) revokeNodeRules(ctx context.Context, cl *clients, vpc, lb string) error {
 	if l.c.cfg.DisableSecurityGroupIngress {
 		return nil
 	}
-	ng, err := l.observeNodeGroups(ctx, cl, vpc, nil)
+	ng := &nodeGroups{rules: map[string][]nodeRule{}}
+	tagged, err := l.clusterGroups(ctx, cl, vpc)
 	if err != nil {
 		return err
+	}
+	for _, sg := range tagged {
+		ng.rules[aws.ToString(sg.GroupId)] = nodeRulesOf(sg.IpPermissions)
+	}
+	ids, err := l.nodeInstanceIDs()
+	if err != nil {
+		return err
+	}
+	var more []string
+	for chunk := range slices.Chunk(ids, filterChunk) {
+		insts, err := l.c.describeInstances(ctx, cl, []ec2types.Filter{{Name: aws.String("instance-id"), Values: chunk}})
+		if err != nil {
+			return err
+		}
+		for _, in := range insts {
+			for _, g := range in.SecurityGroups {
+				if id := aws.ToString(g.GroupId); id != "" && ng.rules[id] == nil && !slices.Contains(more, id) {
+					more = append(more, id)
+				}
+			}
+		}
+	}
+	if len(more) > 0 {
+		slices.Sort(more)
+		sgs, err := l.describeGroups(ctx, cl, &ec2.DescribeSecurityGroupsInput{GroupIds: more})
+		if err != nil {
+			return err
+		}
+		for _, sg := range sgs {
+			ng.rules[aws.ToString(sg.GroupId)] = nodeRulesOf(sg.IpPermissions)
+		}
 	}
 	var p loadbalancers.Plan
 	planNodeGroups(&p, lb, nil, ng, &applier{l: l, cl: cl})
 	return p.Apply(ctx)
+}
+
+// nodeInstanceIDs are the instances of the cluster's Nodes.
+func (l *loadBalancers) nodeInstanceIDs() ([]string, error) {
+	if l.c.nodes == nil {
+		return nil, nil
+	}
+	nodes, err := l.c.nodes.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	ids, _ := targetNodes(nodes, nil)
+	return ids, nil
 }

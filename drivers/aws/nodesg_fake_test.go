@@ -1,11 +1,14 @@
 package aws_test
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	awsccm "github.com/polyccm/polyccm/drivers/aws"
 	fakeaws "github.com/polyccm/polyccm/test/fakecloud/aws"
@@ -111,5 +114,81 @@ func TestNodeSecurityGroupRulesDisabled(t *testing.T) {
 	e.ensure(service(nil), []*v1.Node{node(in, nil)})
 	if got := ingressOf(t, w.fake, nodeSG.ID); len(got) != 0 {
 		t.Errorf("rules added with disableSecurityGroupIngress: %v", got)
+	}
+}
+
+// The usual case: the nodes' only group is not tagged for the cluster.
+// The sync puts the rules there (the AWS CCM's choice), so deleting the
+// Service must take them out of it too, though the AWS CCM, which looks
+// in tagged groups only, would leave them behind.
+func TestNodeRulesLeaveUntaggedGroupOnDelete(t *testing.T) {
+	w := newWorld(t)
+	nodeSG := w.fake.AddSecurityGroup(fakeaws.SecurityGroup{
+		Name: "nodes", Description: "cluster nodes", VPCID: w.vpc.ID,
+		Ingress: []fakeaws.IPPermission{{Protocol: "tcp", FromPort: 22, ToPort: 22, IPRanges: []fakeaws.IPRange{{CIDR: "10.0.0.0/8", Description: "ssh"}}}},
+	})
+	e := w.env(w.config())
+	var nodes []*v1.Node
+	for _, z := range []string{zoneA, zoneB} {
+		in := w.fake.AddInstance(fakeaws.Instance{SubnetID: w.private[z].ID, SecurityGroupIDs: []string{nodeSG.ID}})
+		n := node(in, nil)
+		nodes = append(nodes, n)
+		e.addNode(n)
+	}
+	svc := service(nil, tcp("http", 80, 30080))
+	svc.Spec.LoadBalancerSourceRanges = []string{"203.0.113.0/24"}
+	e.ensure(svc, nodes)
+	if got := ingressOf(t, w.fake, nodeSG.ID); len(got) < 3 {
+		t.Fatalf("the sync wrote no rules into the untagged node group: %v", got)
+	}
+	if err := e.lbs.EnsureLoadBalancerDeleted(ctx(t), cluster, svc); err != nil {
+		t.Fatal(err)
+	}
+	if got := ingressOf(t, w.fake, nodeSG.ID); !slices.Equal(got, []string{"tcp:22-22 10.0.0.0/8 ssh"}) {
+		t.Errorf("after the Service is deleted: %v; want only the operator's rule", got)
+	}
+}
+
+// Several NLBs in one group, deleted at the same time: the shared MTU rule
+// goes with the last of them, whatever the order the deletions finish in.
+func TestSharedMTURuleGoesWithTheLastNLB(t *testing.T) {
+	for _, tagged := range []bool{true, false} {
+		t.Run("tagged="+strconv.FormatBool(tagged), func(t *testing.T) {
+			w := newWorld(t)
+			sg := fakeaws.SecurityGroup{Name: "nodes", Description: "cluster nodes", VPCID: w.vpc.ID}
+			if tagged {
+				sg.Tags = map[string]string{awsccm.TagClusterPrefix + cluster: awsccm.TagOwned}
+			}
+			nodeSG := w.fake.AddSecurityGroup(sg)
+			e := w.env(w.config())
+			in := w.fake.AddInstance(fakeaws.Instance{SubnetID: w.private[zoneA].ID, SecurityGroupIDs: []string{nodeSG.ID}})
+			nodes := []*v1.Node{node(in, nil)}
+			e.addNode(nodes[0])
+			var svcs []*v1.Service
+			for i := range 4 {
+				svc := service(nil, tcp("http", 80, int32(30080+i)))
+				svc.Name = "web" + strconv.Itoa(i)
+				svc.UID = types.UID(fmt.Sprintf("%d5e1b6a3-7d2f-4c8e-9a0b-1c2d3e4f5a6b", i))
+				e.ensure(svc, nodes)
+				svcs = append(svcs, svc)
+			}
+			if got := ingressOf(t, w.fake, nodeSG.ID); !slices.Contains(got, "icmp:3-4 0.0.0.0/0 kubernetes.io/rule/nlb/mtu") {
+				t.Fatalf("no MTU rule after the syncs: %v", got)
+			}
+			var wg sync.WaitGroup
+			errs := make([]error, len(svcs))
+			for i, svc := range svcs {
+				wg.Go(func() { errs[i] = e.lbs.EnsureLoadBalancerDeleted(ctx(t), cluster, svc) })
+			}
+			wg.Wait()
+			for i, err := range errs {
+				if err != nil {
+					t.Fatalf("deleting %s: %v", svcs[i].Name, err)
+				}
+			}
+			if got := ingressOf(t, w.fake, nodeSG.ID); len(got) != 0 {
+				t.Errorf("after every NLB is deleted the node group holds %v; want nothing", got)
+			}
+		})
 	}
 }

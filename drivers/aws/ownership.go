@@ -60,9 +60,9 @@ func (l *loadBalancers) resource(kind, id, name string, tags map[string]string) 
 		c, ok := strings.CutPrefix(k, TagClusterPrefix)
 		switch {
 		case !ok:
-		case c == l.c.cluster && tags[k] == TagOwned:
+		case c == l.c.clusterID() && tags[k] == TagOwned:
 			r.OurCluster = true
-		case c == l.c.cluster:
+		case c == l.c.clusterID():
 			r.Shared = true
 		case r.OtherCluster == "":
 			r.OtherCluster = c
@@ -72,7 +72,7 @@ func (l *loadBalancers) resource(kind, id, name string, tags map[string]string) 
 	// the AWS CCM reads it (hasClusterTagOwned).
 	if c, ok := tags[TagClusterLegacy]; ok {
 		switch {
-		case c == l.c.cluster:
+		case c == l.c.clusterID():
 			r.OurCluster = true
 		case r.OtherCluster == "":
 			r.OtherCluster = c

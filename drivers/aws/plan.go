@@ -258,7 +258,8 @@ func listenerFields(cur elbtypes.Listener, want listenerSpec, tgARN string, name
 	if want.protocol != elbtypes.ProtocolEnumTls {
 		return out
 	}
-	if have := aws.ToString(cur.SslPolicy); have != want.sslPolicy {
+	// No policy asked for leaves the listener's own, whatever it is.
+	if have := aws.ToString(cur.SslPolicy); want.sslPolicy != "" && have != want.sslPolicy {
 		out = append(out, field{Name: "SslPolicy", From: showValue(have), To: showValue(want.sslPolicy)})
 	}
 	have, to := "", ""

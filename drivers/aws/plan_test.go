@@ -38,7 +38,7 @@ func planService() *v1.Service {
 func planSpec(t *testing.T, svc *v1.Service) *nlbSpec {
 	t.Helper()
 	a := LBAnnotations.Parse(svc)
-	spec := desiredNLB(svc, a, "unit")
+	spec := desiredNLB(svc, a, "unit", "unit")
 	if err := a.Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
@@ -23,8 +22,7 @@ import (
 // instance, in every such table. Routes in untagged tables, and routes to
 // anything but an instance, are never touched.
 type routes struct {
-	c     *Cloud
-	nodes corelisters.NodeLister
+	c *Cloud
 }
 
 var _ cloudprovider.Routes = (*routes)(nil)
@@ -38,23 +36,12 @@ func (r *routes) routeTables(ctx context.Context, cl *clients) ([]ec2types.Route
 	if err != nil {
 		return nil, err
 	}
-	var all []ec2types.RouteTable
-	in := &ec2.DescribeRouteTablesInput{Filters: []ec2types.Filter{
+	all, err := r.c.describeRouteTables(ctx, cl, []ec2types.Filter{
 		{Name: aws.String("vpc-id"), Values: []string{vpc}},
 		{Name: aws.String("tag-key"), Values: []string{r.c.clusterTag()}},
-	}}
-	for {
-		out, err := cloudapi.Call(ctx, r.c.api, "ec2.DescribeRouteTables", func(ctx context.Context) (*ec2.DescribeRouteTablesOutput, error) {
-			return cl.ec2.DescribeRouteTables(ctx, in)
-		})
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, out.RouteTables...)
-		if aws.ToString(out.NextToken) == "" {
-			break
-		}
-		in.NextToken = out.NextToken
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(all) == 0 {
 		return nil, fmt.Errorf("no route table in %s is tagged %s; tag the route tables pod routes belong in (or set controllers.routes to false)", vpc, r.c.clusterTag())
@@ -62,12 +49,31 @@ func (r *routes) routeTables(ctx context.Context, cl *clients) ([]ec2types.Route
 	return all, nil
 }
 
+// describeRouteTables lists the route tables the filters select.
+func (c *Cloud) describeRouteTables(ctx context.Context, cl *clients, filters []ec2types.Filter) ([]ec2types.RouteTable, error) {
+	var all []ec2types.RouteTable
+	in := &ec2.DescribeRouteTablesInput{Filters: filters}
+	for {
+		out, err := cloudapi.Call(ctx, c.api, "ec2.DescribeRouteTables", func(ctx context.Context) (*ec2.DescribeRouteTablesOutput, error) {
+			return cl.ec2.DescribeRouteTables(ctx, in)
+		})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, out.RouteTables...)
+		if aws.ToString(out.NextToken) == "" {
+			return all, nil
+		}
+		in.NextToken = out.NextToken
+	}
+}
+
 // nodeInstances maps instance IDs to Node names, and back.
 func (r *routes) nodeInstances() (byInstance map[string]string, byNode map[string]string, err error) {
-	if r.nodes == nil {
+	if r.c.nodes == nil {
 		return nil, nil, errors.New("aws routes: no node lister")
 	}
-	nodes, err := r.nodes.List(labels.Everything())
+	nodes, err := r.c.nodes.List(labels.Everything())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -93,7 +99,7 @@ func destination(rt ec2types.Route) string {
 // to an instance that is no Node's or is a blackhole, so the route
 // controller removes it.
 func (r *routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Route, error) {
-	cl, err := r.c.client(ctx)
+	cl, err := r.c.clusterClient(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +155,7 @@ func (r *routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Rou
 // table, and turns off the instance's source/destination check so it may
 // receive traffic for the pods.
 func (r *routes) CreateRoute(ctx context.Context, _ string, _ string, route *cloudprovider.Route) error {
-	cl, err := r.c.client(ctx)
+	cl, err := r.c.clusterClient(ctx)
 	if err != nil {
 		return err
 	}
@@ -223,7 +229,7 @@ func (r *routes) CreateRoute(ctx context.Context, _ string, _ string, route *clo
 // DeleteRoute removes the route from every tagged table where it still
 // points at the instance ListRoutes reported (or is a blackhole).
 func (r *routes) DeleteRoute(ctx context.Context, _ string, route *cloudprovider.Route) error {
-	cl, err := r.c.client(ctx)
+	cl, err := r.c.clusterClient(ctx)
 	if err != nil {
 		return err
 	}

@@ -24,14 +24,14 @@ const (
 	TagRoleInternalELB = "kubernetes.io/role/internal-elb"
 )
 
-func (c *Cloud) clusterTag() string { return TagClusterPrefix + c.cluster }
+func (c *Cloud) clusterTag() string { return TagClusterPrefix + c.clusterID() }
 
 // ec2Tagged reports whether tags carry this cluster's tag (owned or
 // shared, or the legacy tag), as the AWS CCM's hasClusterTag.
 func (c *Cloud) ec2Tagged(tags []ec2types.Tag) bool {
 	for _, t := range tags {
 		k, v := aws.ToString(t.Key), aws.ToString(t.Value)
-		if k == c.clusterTag() || (k == TagClusterLegacy && v == c.cluster) {
+		if k == c.clusterTag() || (k == TagClusterLegacy && v == c.clusterID()) {
 			return true
 		}
 	}
@@ -42,7 +42,7 @@ func (c *Cloud) ec2Tagged(tags []ec2types.Tag) bool {
 // cluster (not only shared with it), or carry the legacy tag.
 func (c *Cloud) ec2Owned(tags []ec2types.Tag) bool {
 	m := ec2TagMap(tags)
-	return m[c.clusterTag()] == TagOwned || m[TagClusterLegacy] == c.cluster
+	return m[c.clusterTag()] == TagOwned || m[TagClusterLegacy] == c.clusterID()
 }
 
 // tagSafe keeps characters AWS accepts in role session names and tags.
