@@ -21,7 +21,8 @@ const (
 // awsEnv is one polyccm with the AWS driver against a fresh simulated AWS
 // account (simcloud, on its realistic profile), with static keys given as
 // polyccm secrets. The cluster's VPC has
-// a tagged subnet in two zones and a tagged route table.
+// a tagged public subnet in two zones (routed to an internet gateway) and
+// a tagged route table.
 type awsEnv struct {
 	*env
 	fake    *fakeaws.Server
@@ -49,6 +50,14 @@ func newAWSEnv(t *testing.T, tweak func(*harness.Settings)) *awsEnv {
 		})
 	}
 	e.table = e.fake.AddRouteTable(fakeaws.RouteTable{VPCID: e.vpc.ID, Tags: owned})
+	// The subnets are public: their route table leads to the internet
+	// gateway, which internet-facing load balancers need.
+	igw := e.fake.AddInternetGateway(e.vpc.ID, nil)
+	public := fakeaws.RouteTable{VPCID: e.vpc.ID, Routes: []fakeaws.Route{{DestinationCIDRBlock: "0.0.0.0/0", GatewayID: igw.ID}}}
+	for _, z := range []string{"eu-west-1a", "eu-west-1b"} {
+		public.Associations = append(public.Associations, fakeaws.RouteTableAssociation{SubnetID: e.subnets[z].ID})
+	}
+	e.fake.AddRouteTable(public)
 
 	block, err := acct.Config(e.dir, e.vpc.ID)
 	if err != nil {

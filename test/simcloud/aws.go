@@ -105,6 +105,14 @@ func newAWS(o Options) (Cloud, error) {
 			Tags:                map[string]string{"Name": o.ClusterName + "-public-" + z.Name, c.clusterTag: "shared", "kubernetes.io/role/elb": "1"},
 		}))
 	}
+	// Public: their route table leads to the VPC's internet gateway.
+	igw := f.AddInternetGateway(c.vpc.ID, nil)
+	public := fakeaws.RouteTable{VPCID: c.vpc.ID, Routes: []fakeaws.Route{{DestinationCIDRBlock: "0.0.0.0/0", GatewayID: igw.ID}},
+		Tags: map[string]string{"Name": o.ClusterName + "-public"}}
+	for _, sub := range c.subnets {
+		public.Associations = append(public.Associations, fakeaws.RouteTableAssociation{SubnetID: sub.ID})
+	}
+	f.AddRouteTable(public)
 	return c, nil
 }
 
