@@ -148,7 +148,7 @@ environment variables; see ccm.example.yaml.`,
 			return err
 		},
 	}
-	configC.AddCommand(validateC, showC)
+	configC.AddCommand(validateC, showC, newImportCmd(stdout, stderr))
 
 	driversC := &cobra.Command{
 		Use:   "drivers",
