@@ -53,6 +53,12 @@ type lbEnv struct {
 
 func newLBEnv(t *testing.T) *lbEnv {
 	t.Helper()
+	return newLBEnvWith(t, nil)
+}
+
+// newLBEnvWith is newLBEnv with drivers.hetzner.loadBalancer edited.
+func newLBEnvWith(t *testing.T, edit func(*LoadBalancerConfig)) *lbEnv {
+	t.Helper()
 	f := hfake.New(fakeToken)
 	if err := f.Start(); err != nil {
 		t.Fatal(err)
@@ -67,19 +73,32 @@ func newLBEnv(t *testing.T) *lbEnv {
 			e.nodes = append(e.nodes, testNode(name, ProviderID(id), nil))
 		}
 	}
-	api := cloudapi.New(cloudapi.Options{Driver: Name, Classify: classify, QPS: 1000, Burst: 1000, Timeout: 10 * time.Second,
-		BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
-	cfg := &Config{Token: secret.Secret{Value: fakeToken}, APIURL: f.Endpoint(), Network: "k8s",
-		Instances: InstancesConfig{AddressFamily: FamilyIPv4}, LoadBalancer: LoadBalancerConfig{Location: "fsn1"}}
-	cloud, err := New(cfg, driver.Deps{API: api, ClusterName: "unit", ClientBuilder: fakeClients{e.kube}, Recorder: e.rec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.lbs = loadbalancers.Rules(cloud.(driver.LoadBalancerCloud).LoadBalancer(), loadbalancers.RuleOptions{})
+	e.lbs = e.restart(edit)
 	budget, retry := actionBudget, actionRetryAfter
 	actionBudget, actionRetryAfter = 100*time.Millisecond, time.Millisecond
 	t.Cleanup(func() { actionBudget, actionRetryAfter = budget, retry })
 	return e
+}
+
+// restart builds the driver afresh against the same fake and cluster, as
+// a new polyccm process would, with drivers.hetzner.loadBalancer edited.
+func (e *lbEnv) restart(edit func(*LoadBalancerConfig)) cloudprovider.LoadBalancer {
+	e.t.Helper()
+	api := cloudapi.New(cloudapi.Options{Driver: Name, Classify: classify, QPS: 1000, Burst: 1000, Timeout: 10 * time.Second,
+		BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
+	cfg := &Config{Token: secret.Secret{Value: fakeToken}, APIURL: e.fake.Endpoint(), Network: "k8s",
+		Instances: InstancesConfig{AddressFamily: FamilyIPv4}, LoadBalancer: LoadBalancerConfig{Location: "fsn1"}}
+	if edit != nil {
+		edit(&cfg.LoadBalancer)
+	}
+	if err := cfg.Validate(); err != nil {
+		e.t.Fatal(err)
+	}
+	cloud, err := New(cfg, driver.Deps{API: api, ClusterName: "unit", ClientBuilder: fakeClients{e.kube}, Recorder: e.rec})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return loadbalancers.Rules(cloud.(driver.LoadBalancerCloud).LoadBalancer(), loadbalancers.RuleOptions{})
 }
 
 // service stores a Service in the cluster (the ownership rule lists them).

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/polyccm/polyccm/config"
@@ -58,6 +59,15 @@ type LoadBalancerConfig struct {
 	PrivateSubnetIPRange string `koanf:"privateSubnetIPRange"`
 	// HealthCheck holds the health check defaults.
 	HealthCheck HealthCheckConfig `koanf:"healthCheck"`
+	// CertificateNamespaceLabel is polyccm's own, with no hcloud CCM
+	// variable: hcloud CCM lets any Service use any certificate of the
+	// project. Set to a label key (e.g. polyccm.io/namespaces), a Service
+	// may use an uploaded certificate (http-certificates) only if that
+	// label on the certificate lists the Service's namespace, namespaces
+	// separated by dots (tenant-a.tenant-b): a namespace name has no dots,
+	// and a label value takes no commas or spaces. Empty: any certificate,
+	// as hcloud CCM. A Service's own managed certificate is always allowed.
+	CertificateNamespaceLabel string `koanf:"certificateNamespaceLabel"`
 }
 
 // HealthCheckConfig is drivers.hetzner.loadBalancer.healthCheck. Zero
@@ -134,5 +144,27 @@ func (c *LoadBalancerConfig) validate() []error {
 	if hc.Retries < 0 {
 		bad("healthCheck.retries", "%d is negative: give a count, e.g. 3, or 0 for the API's default", hc.Retries)
 	}
+	switch k := c.CertificateNamespaceLabel; {
+	case k == "":
+	case !validLabelKey(k):
+		bad("certificateNamespaceLabel", "%q is not a Hetzner Cloud label key: give a name of up to 63 letters, digits, '-', '_' and '.' (starting and ending with a letter or digit), optionally after a DNS-name prefix and '/', e.g. polyccm.io/namespaces; or leave it empty to let any Service use any certificate, as hcloud CCM does", k)
+	case k == LabelServiceUID:
+		bad("certificateNamespaceLabel", "%s is the label hcloud CCM and polyccm mark load balancers and managed certificates with, which holds a Service UID, not namespaces: choose another key, e.g. polyccm.io/namespaces", k)
+	}
 	return errs
+}
+
+// Hetzner Cloud label keys: an optional DNS-subdomain prefix and "/",
+// then a name of up to 63 characters.
+var (
+	labelNameRE   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$`)
+	labelPrefixRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
+)
+
+func validLabelKey(k string) bool {
+	prefix, name, ok := strings.Cut(k, "/")
+	if !ok {
+		return labelNameRE.MatchString(k)
+	}
+	return len(prefix) <= 253 && labelPrefixRE.MatchString(prefix) && labelNameRE.MatchString(name)
 }

@@ -33,6 +33,12 @@ func TestLoadBalancerConfigValidate(t *testing.T) {
 		{"sub-second interval", func(c *LoadBalancerConfig) { c.HealthCheck.Interval = 1500 * time.Millisecond }, map[string]string{"loadBalancer.healthCheck.interval": "whole seconds"}},
 		{"negative timeout", func(c *LoadBalancerConfig) { c.HealthCheck.Timeout = -time.Second }, map[string]string{"loadBalancer.healthCheck.timeout": "negative"}},
 		{"negative retries", func(c *LoadBalancerConfig) { c.HealthCheck.Retries = -1 }, map[string]string{"loadBalancer.healthCheck.retries": "negative"}},
+		{"certificate label", func(c *LoadBalancerConfig) { c.CertificateNamespaceLabel = "polyccm.io/namespaces" }, nil},
+		{"certificate label without prefix", func(c *LoadBalancerConfig) { c.CertificateNamespaceLabel = "tls_namespaces" }, nil},
+		{"certificate label with spaces", func(c *LoadBalancerConfig) { c.CertificateNamespaceLabel = "polyccm.io/name spaces" }, map[string]string{"loadBalancer.certificateNamespaceLabel": "polyccm.io/namespaces"}},
+		{"certificate label with a bad prefix", func(c *LoadBalancerConfig) { c.CertificateNamespaceLabel = "Polyccm_io/namespaces" }, map[string]string{"loadBalancer.certificateNamespaceLabel": "not a Hetzner Cloud label key"}},
+		{"certificate label too long", func(c *LoadBalancerConfig) { c.CertificateNamespaceLabel = "polyccm.io/" + strings.Repeat("n", 64) }, map[string]string{"loadBalancer.certificateNamespaceLabel": "63"}},
+		{"certificate label is the UID label", func(c *LoadBalancerConfig) { c.CertificateNamespaceLabel = LabelServiceUID }, map[string]string{"loadBalancer.certificateNamespaceLabel": "Service UID"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -57,6 +57,9 @@ type lbSpec struct {
 	// Certificates of http and https services, resolved before planning.
 	certRefs []string // http-certificates: IDs or names
 	managed  *managedCert
+	// certNames are the names of the certificates resolved, by ID, for
+	// the CertificatesInUse event.
+	certNames map[int64]string
 
 	// Nodes that cannot be targets, for events and logs.
 	unknownNodes, robotNodes []string

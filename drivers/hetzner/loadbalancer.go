@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/exp/deprecationutil"
@@ -29,6 +30,11 @@ var capabilities = []driver.Capability{driver.Instances, driver.Routes, driver.V
 type loadBalancers struct {
 	c   *Cloud
 	own *loadbalancers.Ownership
+
+	certMu sync.Mutex
+	// certsSaid are, by Service UID, the certificate IDs the last
+	// CertificatesInUse event named.
+	certsSaid map[string][]int64
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
@@ -40,7 +46,7 @@ func (c *Cloud) initLoadBalancers() {
 }
 
 func (c *Cloud) newLoadBalancers() *loadBalancers {
-	return &loadBalancers{c: c, own: loadbalancers.NewOwnership(loadbalancers.Options{
+	return &loadBalancers{c: c, certsSaid: map[string][]int64{}, own: loadbalancers.NewOwnership(loadbalancers.Options{
 		Cloud:         "Hetzner Cloud",
 		Informers:     c.deps.Informers,
 		Clients:       c.deps.ClientBuilder,
@@ -119,10 +125,11 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if obs.lbType, err = l.lbType(ctx, svc, a, spec, lb); err != nil {
 		return nil, err
 	}
-	if err := l.c.resolveCertificates(ctx, svc, a, spec); err != nil {
+	refused, err := l.c.resolveCertificates(ctx, svc, a, spec)
+	if err != nil {
 		return nil, err
 	}
-	if err := a.Report(l.c.deps.Recorder); err != nil {
+	if err := l.refuse(svc, a, refused); err != nil {
 		return nil, err
 	}
 	// Another's load balancer is refused before anything is changed.
@@ -158,6 +165,7 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if p.waitCert != "" {
 		return nil, loadbalancers.Pending(actionRetryAfter, "%s; its services change once it is issued; checking again in %s", p.waitCert, actionRetryAfter)
 	}
+	l.reportCertificates(ctx, svc, lb, spec)
 	return lbStatus(lb, spec), nil
 }
 
@@ -245,6 +253,7 @@ func (l *loadBalancers) event(svc *v1.Service, kind, reason, msg string) {
 // as hcloud CCM leaves it; so does one that is not the Service's. The
 // managed certificate stays too, as hcloud CCM leaves it.
 func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
+	l.forgetCertificates(svc)
 	lb, res, err := l.find(ctx, svc)
 	if err != nil || lb == nil {
 		return err

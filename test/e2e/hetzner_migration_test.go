@@ -19,13 +19,14 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/polyccm/polyccm/core/planning"
+	"github.com/polyccm/polyccm/drivers/hetzner"
 	fakehz "github.com/polyccm/polyccm/test/fakecloud/hetzner"
 	"github.com/polyccm/polyccm/test/harness"
 )
 
 // The Hetzner Cloud migration test: the fake project holds what
 // hetznercloud/hcloud-cloud-controller-manager (hcloud CCM) leaves for
-// three Services and three Nodes, then polyccm plans the switch and takes
+// four Services and three Nodes, then polyccm plans the switch and takes
 // over. It must create no load balancer, change no address, delete
 // nothing, carry Node churn to every load balancer, and leave no load
 // balancer once the Services are deleted.
@@ -96,6 +97,12 @@ type upHZBuild struct {
 	// hc is the health check of a port: hclbServiceOptsBuilder's, nil
 	// for the default (tcp on the node port, with the API's 15s, 10s, 3).
 	hc func(p v1.ServicePort) fakehz.HealthCheck
+	// certs make every port an https service with these certificates:
+	// hclbServiceOptsBuilder resolves http-certificates to IDs
+	// (resolveCertsByNameOrID) and sends them alone, so the other http
+	// settings are the API's (cookie HCLBSTICKY for 300 s, idle timeout
+	// 60 s, no redirect, no sticky sessions).
+	certs []int64
 }
 
 // upstreamHZLB is what Create and the Reconcile* calls of one
@@ -120,6 +127,10 @@ func upstreamHZLB(b upHZBuild, network int64, servers []fakehz.CloudServer) fake
 		s := tcpService(p)
 		if b.hc != nil {
 			s.HealthCheck = b.hc(p)
+		}
+		if b.certs != nil {
+			s.Protocol = fakehz.ProtocolHTTPS
+			s.HTTP = &fakehz.ServiceHTTP{CookieName: "HCLBSTICKY", CookieLifetime: 300, Certificates: slices.Clone(b.certs), TimeoutIdle: 60}
 		}
 		lb.Services = append(lb.Services, s)
 	}
@@ -219,7 +230,15 @@ func TestHetznerMigrationFromHcloudCCM(t *testing.T) {
 		upHZAnn + "use-private-ip":          "false",
 		upHZAnn + "disable-private-ingress": "true",
 	}, withFinalizer, tcp(8080))
-	svcs := []*v1.Service{web, legacy, named}
+	// tls: https with a certificate its user uploaded, named in
+	// http-certificates; hcloud CCM checks no label on it, and neither
+	// does polyccm by default (certificateNamespaceLabel empty).
+	tlsCert := e.fake.AddUploadedCertificate("shop-tls", "shop.example.com")
+	tls := nsService(t, "default", "hzmig-tls", map[string]string{
+		upHZAnn + "protocol":          "https",
+		upHZAnn + "http-certificates": "shop-tls",
+	}, withFinalizer, tcp(443))
+	svcs := []*v1.Service{web, legacy, named, tls}
 	t.Cleanup(func() {
 		for _, s := range svcs {
 			_, err := cp.Admin.CoreV1().Services(s.Namespace).Patch(context.Background(), s.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
@@ -240,6 +259,7 @@ func TestHetznerMigrationFromHcloudCCM(t *testing.T) {
 		{svc: web, name: cloudprovider.DefaultLoadBalancerName(web), labelled: true, typ: "lb21", algorithm: fakehz.AlgorithmLeastConnections, privateTargets: true, hc: webHC},
 		{svc: legacy, name: cloudprovider.DefaultLoadBalancerName(legacy), labelled: false, typ: "lb11", algorithm: fakehz.AlgorithmRoundRobin, privateTargets: true},
 		{svc: named, name: "shop-lb", labelled: true, typ: "lb11", algorithm: fakehz.AlgorithmRoundRobin, privateTargets: false},
+		{svc: tls, name: cloudprovider.DefaultLoadBalancerName(tls), labelled: true, typ: "lb11", algorithm: fakehz.AlgorithmRoundRobin, privateTargets: true, certs: []int64{tlsCert}},
 	}
 	lbIDs := map[string]int64{}
 	statusBefore := map[string][]v1.LoadBalancerIngress{}
@@ -298,7 +318,7 @@ func TestHetznerMigrationFromHcloudCCM(t *testing.T) {
 	planState, planCalls := clusterState(t), e.fake.Faults().Calls()
 	r := e.plan(t, "plan", s.Config())
 	checkPlanReadOnly(t, planState, planCalls, e.fake.Faults().Calls(), func(ep string) bool { return !strings.HasPrefix(ep, "GET ") })
-	checkAdopted(t, r, []*v1.Service{web, named})
+	checkAdopted(t, r, []*v1.Service{web, named, tls})
 	legacyName := cloudprovider.DefaultLoadBalancerName(legacy)
 	if i := slices.IndexFunc(r.report.Services, func(p planning.ServicePlan) bool { return p.Service == "default/hzmig-legacy" }); i < 0 {
 		t.Errorf("the plan says nothing of default/hzmig-legacy: %+v", r.report.Services)
@@ -330,6 +350,7 @@ func TestHetznerMigrationFromHcloudCCM(t *testing.T) {
 	wantStatus := map[string][]string{
 		web.Name:    ingressOf(&v1.Service{Status: v1.ServiceStatus{LoadBalancer: v1.LoadBalancerStatus{Ingress: statusBefore[web.Name]}}}),
 		named.Name:  ingressOf(&v1.Service{Status: v1.ServiceStatus{LoadBalancer: v1.LoadBalancerStatus{Ingress: statusBefore[named.Name]}}}),
+		tls.Name:    ingressOf(&v1.Service{Status: v1.ServiceStatus{LoadBalancer: v1.LoadBalancerStatus{Ingress: statusBefore[tls.Name]}}}),
 		legacy.Name: nil,
 	}
 	legacyLB, _ := e.fake.LoadBalancer(lbIDs[legacy.Name])
@@ -407,11 +428,16 @@ func TestHetznerMigrationFromHcloudCCM(t *testing.T) {
 	if got := nodeVersions(); !maps.Equal(got, nodesBefore) {
 		t.Errorf("polyccm changed the Nodes hcloud CCM initialized: resourceVersions %v, were %v", got, nodesBefore)
 	}
-	for _, s := range []*v1.Service{web, named} {
+	for _, s := range []*v1.Service{web, named, tls} {
 		if now := nsSvc(t, s.Namespace, s.Name); !reflect.DeepEqual(now.Status.LoadBalancer.Ingress, statusBefore[s.Name]) {
 			t.Errorf("%s's status changed: %+v, was %+v", s.Name, now.Status.LoadBalancer.Ingress, statusBefore[s.Name])
 		}
 	}
+	// Taken over, the certificate in use is named once, as polyccm names
+	// every one it serves (hcloud CCM says nothing of them).
+	tlsLB, _ := e.fake.LoadBalancer(lbIDs[tls.Name])
+	waitEvent(t, tls.Namespace, tls.Name, v1.EventTypeNormal, hetzner.ReasonCertificatesInUse,
+		fmt.Sprintf("load balancer %s (%d) serves certificate shop-tls (%d) on port 443", tlsLB.Name, tlsLB.ID, tlsCert))
 
 	// Node churn reaches every load balancer: one joins (kubelet
 	// registers it; polyccm initializes it), one is deleted.

@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/pem"
+	"fmt"
 	"maps"
 	"math/big"
 	"net/http"
@@ -92,6 +93,22 @@ func (s *Server) AddUploadedCertificate(name string, domains ...string) int64 {
 	setPEM(c, certPEM)
 	s.certs[c.ID] = c
 	return c.ID
+}
+
+// SetCertificateLabels replaces a certificate's labels, as a user's PUT
+// would; false if there is no such certificate. It panics on labels the
+// API would refuse.
+func (s *Server) SetCertificateLabels(id int64, labels map[string]string) bool {
+	if st, body := validLabels(labels); st != 0 {
+		panic(fmt.Sprintf("hetzner fake: certificate labels %v: %v", labels, body))
+	}
+	s.lock()
+	defer s.mu.Unlock()
+	c, ok := s.certs[id]
+	if ok {
+		c.Labels = maps.Clone(labels)
+	}
+	return ok
 }
 
 // SelfSigned makes a certificate for domains (valid from an hour ago for

@@ -120,3 +120,30 @@ func TestManagedCertificate(t *testing.T) {
 		t.Errorf("no domains: %d %s", r.StatusCode, b)
 	}
 }
+
+// The labels a test sets are what the API serves and selects on.
+func TestSetCertificateLabels(t *testing.T) {
+	s, c := start(t)
+	ctx := context.Background()
+	id := s.AddUploadedCertificate("web", "example.com")
+	if !s.SetCertificateLabels(id, map[string]string{"polyccm.io/namespaces": "shop.blog"}) {
+		t.Fatal("no such certificate")
+	}
+	if s.SetCertificateLabels(id+1000, map[string]string{}) {
+		t.Error("labelled a certificate that does not exist")
+	}
+	got, _, err := c.Certificate.GetByID(ctx, id)
+	if err != nil || got.Labels["polyccm.io/namespaces"] != "shop.blog" {
+		t.Fatalf("certificate %+v, %v", got, err)
+	}
+	list, err := c.Certificate.AllWithOpts(ctx, hcloud.CertificateListOpts{ListOpts: hcloud.ListOpts{LabelSelector: "polyccm.io/namespaces=shop.blog"}})
+	if err != nil || len(list) != 1 || list[0].ID != id {
+		t.Errorf("selected %+v, %v", list, err)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("a label value with a comma was taken")
+		}
+	}()
+	s.SetCertificateLabels(id, map[string]string{"polyccm.io/namespaces": "shop,blog"})
+}
