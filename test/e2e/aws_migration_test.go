@@ -437,19 +437,42 @@ func sgRuleStrings(perms []fakeaws.IPPermission) []string {
 // Upstream ran with --cluster-name equal to its cluster ID (the
 // kubernetes.io/cluster/<id> tag), polyccm's clusterName: every name
 // matches and the switch creates nothing at all.
-func TestAWSMigrationFromCloudProviderAWS(t *testing.T) { testAWSMigration(t, migrationClusterName) }
+func TestAWSMigrationFromCloudProviderAWS(t *testing.T) {
+	testAWSMigration(t, awsMigrationSetup{ccmClusterName: migrationClusterName})
+}
+
+// The usual layout of clusters not made by a tool that tags: the nodes'
+// only security group and the subnets carry no cluster tag (the subnets
+// keep their role tag). Upstream puts its node rules in the instances'
+// only group and its load balancers in those subnets (aws.go
+// findSecurityGroupForInstance, findELBSubnets); polyccm must keep
+// serving them, and take every node rule away when the Services go.
+func TestAWSMigrationUntaggedNodeGroupAndSubnets(t *testing.T) {
+	testAWSMigration(t, awsMigrationSetup{ccmClusterName: migrationClusterName, untagged: true})
+}
 
 // Upstream ran with --cluster-name left at its default, "kubernetes",
 // while its cluster ID is e2e: its NLB security groups carry a name
 // polyccm (one clusterName, the cluster ID) does not give them. polyccm
 // still knows each as its NLB's group (attached, described and tagged as
 // upstream makes them) and keeps it: nothing is replaced or orphaned.
-func TestAWSMigrationWithDefaultCCMClusterName(t *testing.T) { testAWSMigration(t, "kubernetes") }
+func TestAWSMigrationWithDefaultCCMClusterName(t *testing.T) {
+	testAWSMigration(t, awsMigrationSetup{ccmClusterName: "kubernetes"})
+}
+
+// awsMigrationSetup is how upstream's cluster was laid out.
+type awsMigrationSetup struct {
+	// ccmClusterName is upstream's --cluster-name; its cluster ID is e2e.
+	ccmClusterName string
+	// untagged: the nodes' group and the subnets carry no cluster tag.
+	untagged bool
+}
 
 // testAWSMigration fills the fake with what upstream, run with
 // --cluster-name ccmClusterName and cluster ID e2e, built, and switches to
 // polyccm.
-func testAWSMigration(t *testing.T, ccmClusterName string) {
+func testAWSMigration(t *testing.T, setup awsMigrationSetup) {
+	ccmClusterName := setup.ccmClusterName
 	// polyccm runs first without the service controller, as the nodes'
 	// controllers only: the AWS CCM still serves the Services.
 	e := newAWSEnv(t, func(s *harness.Settings) {
@@ -462,8 +485,19 @@ func testAWSMigration(t *testing.T, ccmClusterName string) {
 
 	// The nodes, in the cluster's tagged security group, as upstream
 	// finds it (aws.go findSecurityGroupForInstance).
-	nodeSG := e.fake.AddSecurityGroup(fakeaws.SecurityGroup{Name: "e2e-nodes", Description: "e2e nodes", VPCID: e.vpc.ID,
-		Tags: map[string]string{upTagClusterPrefix + migrationClusterName: upOwned}})
+	nodeTags := map[string]string{upTagClusterPrefix + migrationClusterName: upOwned}
+	if setup.untagged {
+		// The instances' only group: upstream's choice without a tag.
+		nodeTags = nil
+		var ids []string
+		for _, s := range e.subnets {
+			ids = append(ids, s.ID)
+		}
+		if _, err := c.ec2.DeleteTags(ctx, &ec2.DeleteTagsInput{Resources: ids, Tags: []ec2types.Tag{{Key: awssdk.String(upTagClusterPrefix + migrationClusterName)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodeSG := e.fake.AddSecurityGroup(fakeaws.SecurityGroup{Name: "e2e-nodes", Description: "e2e nodes", VPCID: e.vpc.ID, Tags: nodeTags})
 	var ins []fakeaws.Instance
 	addNode := func(i int) {
 		t.Helper()
@@ -566,7 +600,21 @@ func testAWSMigration(t *testing.T, ccmClusterName string) {
 	planState, planCalls := clusterState(t), e.fake.Faults().Calls()
 	// Switching from a CCM run with another --cluster-name, polyccm tags
 	// the NLBs' security groups with their Service, as its takeover does.
-	checkAdopted(t, e.plan(t, "plan", e.opts.Config), svcs, "security group")
+	pr := e.plan(t, "plan", e.opts.Config)
+	checkAdopted(t, pr, svcs, "security group")
+	// The plan says which cluster ID and subnets polyccm uses: upstream's.
+	facts := map[string]string{}
+	for _, f := range pr.report.Facts {
+		facts[f.Name] = f.Value
+	}
+	if facts["cluster ID"] != migrationClusterName {
+		t.Errorf("the plan shows cluster ID %q, want upstream's %q (facts %v)", facts["cluster ID"], migrationClusterName, pr.report.Facts)
+	}
+	for _, id := range subnets {
+		if !strings.Contains(facts["subnets, internet-facing"], id) {
+			t.Errorf("the plan's internet-facing subnets %q lack upstream's %s", facts["subnets, internet-facing"], id)
+		}
+	}
 	checkPlanReadOnly(t, planState, planCalls, e.fake.Faults().Calls(), awsWrite)
 	e.restart()
 
