@@ -106,4 +106,9 @@ type TaskCloud interface {
 type Task struct {
 	Name string
 	Run  func(ctx context.Context)
+	// Plan, if set, makes one pass of the loop for `polyccm plan`: ctx
+	// carries a dry run (loadbalancers.WithDryRun), so it reads what it
+	// needs, hands its changes to loadbalancers.Planned and returns
+	// ErrPlanned (nil if there are none) instead of making them.
+	Plan func(ctx context.Context) error
 }

@@ -2,6 +2,7 @@ package planning
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -35,6 +36,26 @@ func (r *recorder) Eventf(obj runtime.Object, typ, reason, format string, args .
 
 func (r *recorder) AnnotatedEventf(obj runtime.Object, _ map[string]string, typ, reason, format string, args ...any) {
 	r.Eventf(obj, typ, reason, format, args...)
+}
+
+// takeAll returns and forgets the events of every object, by object.
+func (r *recorder) takeAll() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	keys := make([]string, 0, len(r.events))
+	for k := range r.events {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var out []Event
+	for _, k := range keys {
+		for _, ev := range r.events[k] {
+			ev.Object = k
+			out = append(out, ev)
+		}
+	}
+	r.events = map[string][]Event{}
+	return out
 }
 
 // take returns and forgets the events of one object.

@@ -172,12 +172,53 @@ func Run(ctx context.Context, s Settings) (*Report, error) {
 				r.Notes = append(r.Notes, "listing the cloud's load balancers for ones no Service owns failed: "+err.Error())
 			}
 		}
+		// The driver's own loops run beside the service controller.
+		if tc, ok := dc.(driver.TaskCloud); ok {
+			var notes []string
+			r.Tasks, notes = planTasks(ctx, tc.Tasks(), events)
+			r.Notes = append(r.Notes, notes...)
+		}
 	}
 	r.RefusedCloudCalls = cloudGuard.Refused()
 	r.CloudReads = cloudGuard.Reads()
 	r.KubernetesWrites = guard.Writes()
 	r.decide()
 	return r, nil
+}
+
+// planTasks makes one pass of each task that can say what it would do,
+// under a dry run, as planServices does a Service's sync. A task that
+// cannot is named in a note: the plan does not cover it.
+func planTasks(ctx context.Context, tasks []driver.Task, events *recorder) ([]TaskPlan, []string) {
+	var out []TaskPlan
+	var notes []string
+	for _, t := range tasks {
+		if t.Plan == nil {
+			notes = append(notes, "task "+t.Name+" cannot say what it would change; the plan does not cover it")
+			continue
+		}
+		events.takeAll() // what the Services' syncs said of other objects is not the task's
+		dctx, dry := loadbalancers.WithDryRun(ctx)
+		err := t.Plan(dctx)
+		p := TaskPlan{Task: t.Name, Action: Nothing}
+		for _, c := range dry.Changes() {
+			p.Changes = append(p.Changes, changeOf(c))
+		}
+		if len(p.Changes) > 0 {
+			p.Action = "change"
+		}
+		switch {
+		case err == nil, errors.Is(err, loadbalancers.ErrPlanned):
+		case errors.Is(err, cloudapi.ErrReadOnly):
+			p.Action, p.Message = Failed, "the task would change the cloud outside its plan, which polyccm plan refused: "+err.Error()
+		default:
+			p.Action, p.Message = Failed, err.Error()
+		}
+		p.Writes = dry.Writes()
+		p.Events = events.takeAll()
+		out = append(out, p)
+	}
+	return out, notes
 }
 
 // probe looks up a Node no cloud has: a definitive "no such instance" is

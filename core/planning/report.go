@@ -20,7 +20,10 @@ type Report struct {
 	Services []ServicePlan     `json:"services"`
 	Nodes    []NodePlan        `json:"nodes"`
 	Unowned  []UnownedResource `json:"unowned"`
-	Notes    []string          `json:"notes,omitempty"`
+	// Tasks are what the driver's own loops (driver.Task: DigitalOcean's
+	// public-access firewall) would change on their first pass.
+	Tasks []TaskPlan `json:"tasks,omitempty"`
+	Notes []string   `json:"notes,omitempty"`
 	// Facts are what the driver resolved from the cloud (driver.FactsCloud).
 	Facts []driver.Fact `json:"facts,omitempty"`
 	// CloudReads counts the cloud API calls the plan made (all reads);
@@ -65,11 +68,25 @@ type PlanField struct {
 	To   string `json:"to"`
 }
 
-// Event is one the sync would record on the Service.
+// Event is one the sync would record on the Service (or, for a task, on
+// Object).
 type Event struct {
+	Object  string `json:"object,omitempty"` // namespace/name
 	Type    string `json:"type"`
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
+}
+
+// TaskPlan is what one of the driver's own loops would do on its first
+// pass after the switch.
+type TaskPlan struct {
+	Task string `json:"task"`
+	// Action is change, nothing or error.
+	Action  string       `json:"action"`
+	Changes []PlanChange `json:"changes,omitempty"`
+	Writes  []string     `json:"kubernetesWrites,omitempty"`
+	Events  []Event      `json:"events,omitempty"`
+	Message string       `json:"message,omitempty"`
 }
 
 // NodePlan is what the node controllers would do to one Node.
@@ -102,6 +119,11 @@ func (r *Report) decide() {
 			r.Blocking = append(r.Blocking, fmt.Sprintf("Service %s has the address %s, but polyccm would refuse to sync it (%s): it would keep its load balancer but follow no change", s.Service, strings.Join(s.Addresses, ","), s.Message))
 		case s.Action == Failed:
 			r.Incomplete = append(r.Incomplete, "Service "+s.Service+": "+s.Message)
+		}
+	}
+	for _, t := range r.Tasks {
+		if t.Action == Failed {
+			r.Incomplete = append(r.Incomplete, "task "+t.Task+": "+t.Message)
 		}
 	}
 	for _, n := range r.Nodes {
@@ -189,6 +211,15 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		tw.Flush()
 	}
+	if len(r.Tasks) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TASK\tACTION\tDETAILS")
+		for _, t := range r.Tasks {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Task, t.Action, orDash(t.details()))
+		}
+		tw.Flush()
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note:", n)
 	}
@@ -212,11 +243,19 @@ func (r *Report) WriteTable(w io.Writer) error {
 }
 
 func (s ServicePlan) details() string {
+	return details(s.Message, s.Changes, s.Events, s.Writes)
+}
+
+func (t TaskPlan) details() string {
+	return details(t.Message, t.Changes, t.Events, t.Writes)
+}
+
+func details(msg string, changes []PlanChange, events []Event, writes []string) string {
 	var parts []string
-	if s.Message != "" {
-		parts = append(parts, s.Message)
+	if msg != "" {
+		parts = append(parts, msg)
 	}
-	for _, c := range s.Changes {
+	for _, c := range changes {
 		d := c.Action + " " + c.Kind + " " + c.Name
 		if len(c.Fields) > 0 {
 			var fs []string
@@ -227,13 +266,17 @@ func (s ServicePlan) details() string {
 		}
 		parts = append(parts, d)
 	}
-	for _, e := range s.Events {
+	for _, e := range events {
 		if e.Type != "Normal" {
-			parts = append(parts, e.Type+" "+e.Reason+": "+e.Message)
+			on := ""
+			if e.Object != "" {
+				on = " on " + e.Object
+			}
+			parts = append(parts, e.Type+" "+e.Reason+on+": "+e.Message)
 		}
 	}
-	if len(s.Writes) > 0 {
-		parts = append(parts, "Kubernetes: "+strings.Join(s.Writes, ", "))
+	if len(writes) > 0 {
+		parts = append(parts, "Kubernetes: "+strings.Join(writes, ", "))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -22,14 +22,16 @@ import (
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/controllers/workers"
 	"github.com/polyccm/polyccm/core/driver"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
 // The public-access firewall (drivers.digitalocean.firewall, the
 // DigitalOcean CCM's PUBLIC_ACCESS_FIREWALL_NAME and _TAGS): one Cloud
 // Firewall on the nodes' tags, kept open for the NodePort Services and the
 // EXTERNAL REGIONAL_NETWORK load balancers (whose traffic and health checks
-// reach the nodes directly). Which rules polyccm owns is in
-// firewall_rules.go. Any Service change, and a resync that re-reads the
+// reach the nodes directly) that polyccm serves. Which rules polyccm owns
+// is in firewall_rules.go; which Services get them, in
+// firewall_services.go. Any Service change, and a resync that re-reads the
 // firewall, queue one key; a steady state makes no write.
 
 const (
@@ -63,7 +65,11 @@ func (c *Cloud) firewallTaskWith(t fwTiming) (driver.Task, bool) {
 	if c.cfg.Firewall.Name == "" {
 		return driver.Task{}, false
 	}
-	return driver.Task{Name: FirewallTaskName, Run: func(ctx context.Context) { newFirewallKeeper(c, t).run(ctx) }}, true
+	return driver.Task{
+		Name: FirewallTaskName,
+		Run:  func(ctx context.Context) { newFirewallKeeper(c, t).run(ctx) },
+		Plan: func(ctx context.Context) error { return newFirewallKeeper(c, t).plan(ctx) },
+	}, true
 }
 
 // firewallKeeper is one run of the task. Only its single worker touches
@@ -86,20 +92,23 @@ type firewallKeeper struct {
 	// kept are the wanted rules the firewall held after the last sync: one
 	// missing later was removed by hand, and is restored with an event.
 	kept map[string]bool
-	// warned remembers the invalid firewall-managed values already said.
-	warned map[types.UID]string
+	// warned remembers the invalid firewall-managed values already said;
+	// notOpened and limited, the Services already told their rules are
+	// left out (firewall_services.go), and why.
+	warned, notOpened, limited map[types.UID]string
 	// wrote: the current sync wrote the firewall (metrics.go).
 	wrote bool
 }
 
 func newFirewallKeeper(c *Cloud, t fwTiming) *firewallKeeper {
+	registerFirewallRemovals()
 	return &firewallKeeper{
 		c: c, name: c.cfg.Firewall.Name, tags: c.cfg.Firewall.Tags, timing: t, rec: c.lbs.deps.Recorder,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](t.retryBase, t.retryMax),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "digitalocean_firewall"}),
 		kept:   map[string]bool{},
-		warned: map[types.UID]string{},
+		warned: map[types.UID]string{}, notOpened: map[types.UID]string{}, limited: map[types.UID]string{},
 	}
 }
 
@@ -163,10 +172,12 @@ func (k *firewallKeeper) resync(ctx context.Context) {
 	}
 }
 
-// sync makes the firewall what the Services want, keeping the operator's
-// rules. It writes only after reading the firewall afresh, since an
-// update replaces the whole firewall; a steady state makes no call at all
-// between resyncs.
+// sync makes the firewall what the Services polyccm serves want, keeping
+// the operator's rules, within DigitalOcean's limit. It writes only after
+// reading the firewall afresh, since an update replaces the whole
+// firewall; a steady state makes no call at all between resyncs. Which
+// Services polyccm serves takes a listing of the load balancers, made
+// only with a fresh read (before a write, and at each resync).
 func (k *firewallKeeper) sync(ctx context.Context) error {
 	all, err := k.svcs.List(labels.Everything())
 	if err != nil {
@@ -183,35 +194,92 @@ func (k *firewallKeeper) sync(ctx context.Context) error {
 		}
 		fresh = true
 	}
-	p := planFirewall(k.fw, k.name, k.tags, want)
-	if !p.empty() && !fresh {
-		if err := k.read(ctx); err != nil {
+	fit, left, budget := fitRules(k.fw, k.name, k.tags, want)
+	p := planFirewall(k.fw, k.name, k.tags, fit)
+	if !p.empty() || fresh {
+		if !fresh {
+			if err := k.read(ctx); err != nil {
+				return err
+			}
+		}
+		served, err := k.screen(ctx, want)
+		if err != nil {
 			return err
 		}
-		p = planFirewall(k.fw, k.name, k.tags, want)
-	}
-	if !p.empty() {
-		// Health check rules from a load balancer that is gone (a stale ID
-		// on the Service) would make DigitalOcean refuse the whole update.
-		if want, err = k.dropMissingLBs(ctx, want); err != nil {
-			return err
-		}
-		p = planFirewall(k.fw, k.name, k.tags, want)
+		fit, left, budget = fitRules(k.fw, k.name, k.tags, served)
+		p = planFirewall(k.fw, k.name, k.tags, fit)
+		k.noteLeftOut(left, budget)
 	}
 	if p.empty() {
-		k.kept = keysOf(want)
+		k.kept = keysOf(fit)
 		klog.V(4).InfoS("Public-access firewall is up to date", "firewall", k.name)
 		return nil
 	}
 	if n := len(p.req.InboundRules) + len(p.req.OutboundRules); n > maxFirewallRules {
-		return fmt.Errorf("firewall %s would need %d rules (%d inbound for Services); DigitalOcean allows %d: remove rules of your own, or set %s: \"false\" on NodePort Services that need no public access",
-			k.name, n, len(want), maxFirewallRules, AnnFirewallManaged)
+		return fmt.Errorf("firewall %s would need %d rules with no Service's among them (its inbound rules polyccm does not own, and the outbound rules); DigitalOcean allows %d: remove rules of your own from it",
+			k.name, n, maxFirewallRules)
 	}
-	if err := k.apply(ctx, p, want); err != nil {
+	// polyccm plan: the change is shown, not made.
+	if err := loadbalancers.Planned(ctx, &loadbalancers.Plan{Changes: []loadbalancers.Change{k.change(p)}}); err != nil {
 		return err
 	}
-	k.kept = keysOf(want)
+	if err := k.apply(ctx, p, fit); err != nil {
+		return err
+	}
+	k.kept = keysOf(fit)
 	return nil
+}
+
+// plan is one sync of a keeper of its own under polyccm plan: with a dry
+// run in ctx it reads the firewall and the load balancers, records its
+// change with loadbalancers.Planned and stops (ErrPlanned) instead of
+// writing.
+func (k *firewallKeeper) plan(ctx context.Context) error {
+	inf := k.c.lbs.deps.Informers
+	if inf == nil {
+		return fmt.Errorf("no Service informer to plan firewall %s with", k.name)
+	}
+	svcInf := inf.Core().V1().Services()
+	k.svcs = svcInf.Lister()
+	if !cache.WaitForCacheSync(ctx.Done(), svcInf.Informer().HasSynced) {
+		return fmt.Errorf("listing Services to plan firewall %s: %w", k.name, ctx.Err())
+	}
+	return k.sync(ctx)
+}
+
+// change is p as the plan of a load balancer sync shows its changes, each
+// rule and tag a field, named as the API names them.
+func (k *firewallKeeper) change(p *fwPlan) loadbalancers.Change {
+	c := loadbalancers.Change{Action: loadbalancers.Create, Kind: "firewall", Name: k.name}
+	if k.fw != nil {
+		c.Action, c.Name = loadbalancers.Update, k.fw.ID
+		if k.fw.Name != "" {
+			c.Name = k.fw.Name + " (" + k.fw.ID + ")"
+		}
+	}
+	add := func(name, from, to string) {
+		c.Fields = append(c.Fields, loadbalancers.Field{Name: name, From: from, To: to})
+	}
+	for _, r := range p.removed {
+		from := describeRule(r)
+		if !k.kept[inboundKey(r)] {
+			from += " (no Service polyccm serves asks for it)"
+		}
+		add("inbound_rules", from, "(removed)")
+	}
+	for _, w := range p.added {
+		add("inbound_rules", "(none)", describeRule(w.rule)+" for "+strings.Join(serviceRefs(w.services), ", "))
+	}
+	if p.outAdded {
+		add("outbound_rules", "(missing)", "tcp, udp and icmp to anywhere")
+	}
+	if p.renamed {
+		add("name", k.fw.Name, k.name)
+	}
+	if p.retagged {
+		add("tags", "["+strings.Join(k.fw.Tags, " ")+"]", "["+strings.Join(k.tags, " ")+"]")
+	}
+	return c
 }
 
 // read finds the firewall: by the ID known, else by name.
@@ -261,40 +329,6 @@ func (k *firewallKeeper) read(ctx context.Context) error {
 	return nil
 }
 
-// dropMissingLBs leaves out the rules from load balancers DigitalOcean
-// does not have (one listing, made only before a write).
-func (k *firewallKeeper) dropMissingLBs(ctx context.Context, want map[string]*wantedRule) (map[string]*wantedRule, error) {
-	var ids []string
-	for _, w := range want {
-		if s := w.rule.Sources; s != nil && len(s.LoadBalancerUIDs) > 0 {
-			ids = append(ids, s.LoadBalancerUIDs...)
-		}
-	}
-	if len(ids) == 0 {
-		return want, nil
-	}
-	exists := map[string]bool{}
-	err := pages(ctx, k.c, "load_balancers.list", k.c.client.LoadBalancers.List, func(page []godo.LoadBalancer, _ *godo.Response) bool {
-		for _, lb := range page {
-			exists[lb.ID] = true
-		}
-		return true
-	})
-	if err != nil {
-		return nil, fmt.Errorf("listing load balancers for the firewall's health check rules: %w", err)
-	}
-	out := make(map[string]*wantedRule, len(want))
-	for key, w := range want {
-		if s := w.rule.Sources; s != nil && len(s.LoadBalancerUIDs) > 0 && !exists[s.LoadBalancerUIDs[0]] {
-			klog.InfoS("Not opening a health check port to a load balancer that does not exist", "firewall", k.name,
-				"loadBalancer", s.LoadBalancerUIDs[0], "services", serviceRefs(w.services))
-			continue
-		}
-		out[key] = w
-	}
-	return out, nil
-}
-
 // apply writes the plan: an update of the firewall known, or a create when
 // there is none (or it went since it was read). The firewall is never
 // deleted.
@@ -322,6 +356,7 @@ func (k *firewallKeeper) apply(ctx context.Context, p *fwPlan, want map[string]*
 		switch {
 		case err == nil:
 			k.restored(fw, p)
+			k.reportRemovals(fw, p, want)
 			k.fw = fw
 			return nil
 		case !cloudapi.IsNotFound(err):

@@ -9,6 +9,7 @@ import (
 
 	"github.com/digitalocean/godo"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The public-access firewall's rules: the ones the Services want, the ones
@@ -218,6 +219,8 @@ type fwPlan struct {
 	removed []godo.InboundRule
 	// other changes: outbound rules added, name or tags put back.
 	outAdded, renamed, retagged bool
+	// removedTags are the firewall's tags that are not configured.
+	removedTags []string
 	// skipped are rules of the operator's that cannot be written back
 	// (no sources or destinations left, e.g. after what they named went).
 	skipped int
@@ -235,6 +238,11 @@ func planFirewall(fw *godo.Firewall, name string, tags []string, want map[string
 		have = *fw
 		p.renamed = fw.Name != name
 		p.retagged = !sameSet(fw.Tags, tags)
+		for _, t := range fw.Tags {
+			if !slices.Contains(tags, t) && !slices.Contains(p.removedTags, t) {
+				p.removedTags = append(p.removedTags, t)
+			}
+		}
 		p.req.DropletIDs = slices.Clone(fw.DropletIDs) // the operator's, if any
 	}
 	present := map[string]bool{}
@@ -285,6 +293,76 @@ func planFirewall(fw *godo.Firewall, name string, tags []string, want map[string
 		return cmpRule(a.Protocol, a.PortRange, outboundKey(a), b.Protocol, b.PortRange, outboundKey(b))
 	})
 	return p
+}
+
+// leftOut is a Service whose rules do not fit in the firewall, with the
+// rules of its that are left out (others it shares with older Services
+// may be in).
+type leftOut struct {
+	svc   *v1.Service
+	rules []godo.InboundRule
+}
+
+// fitRules keeps of want what fits in DigitalOcean's limit beside what the
+// firewall keeps anyway (the operator's inbound rules, the outbound
+// rules): Service by Service, the oldest first (then by namespace/name),
+// each Service's rules all or none. A Service whose rules do not fit is
+// left out and younger ones that fit still come in. Oldest first keeps the
+// choice stable: a new Service never pushes out one already served. It
+// returns what fits, the Services left out, and how many rules the
+// Services may have.
+func fitRules(fw *godo.Firewall, name string, tags []string, want map[string]*wantedRule) (map[string]*wantedRule, []leftOut, int) {
+	base := planFirewall(fw, name, tags, nil)
+	budget := max(0, maxFirewallRules-len(base.req.InboundRules)-len(base.req.OutboundRules))
+	if len(want) <= budget {
+		return want, nil, budget
+	}
+	svcs := map[types.UID]*v1.Service{}
+	rulesOf := map[types.UID][]string{}
+	for _, key := range sortedKeys(want) {
+		for _, s := range want[key].services {
+			svcs[s.UID] = s
+			rulesOf[s.UID] = append(rulesOf[s.UID], key)
+		}
+	}
+	order := make([]*v1.Service, 0, len(svcs))
+	for _, s := range svcs {
+		order = append(order, s)
+	}
+	slices.SortFunc(order, func(a, b *v1.Service) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time),
+			cmp.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name), cmp.Compare(a.UID, b.UID))
+	})
+	chosen := map[string]bool{}
+	left := map[types.UID]bool{}
+	var out []leftOut
+	for _, s := range order {
+		var extra []string
+		for _, key := range rulesOf[s.UID] {
+			if !chosen[key] {
+				extra = append(extra, key)
+			}
+		}
+		if len(chosen)+len(extra) <= budget {
+			for _, key := range extra {
+				chosen[key] = true
+			}
+			continue
+		}
+		left[s.UID] = true
+		lo := leftOut{svc: s}
+		for _, key := range extra {
+			lo.rules = append(lo.rules, want[key].rule)
+		}
+		out = append(out, lo)
+	}
+	fit := make(map[string]*wantedRule, len(chosen))
+	for key := range chosen {
+		w := *want[key]
+		w.services = slices.DeleteFunc(slices.Clone(w.services), func(s *v1.Service) bool { return left[s.UID] })
+		fit[key] = &w
+	}
+	return fit, out, budget
 }
 
 // cmpRule orders rules by protocol, then port (numerically), then the rest.

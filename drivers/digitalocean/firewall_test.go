@@ -3,6 +3,7 @@ package digitalocean_test
 import (
 	"context"
 	"fmt"
+	"hash/crc32"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
+	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/polyccm/polyccm/config/secret"
 	"github.com/polyccm/polyccm/core/cloudapi"
@@ -230,7 +232,7 @@ func fwPort(proto v1.Protocol, port, nodePort int32) v1.ServicePort {
 func (e *fwEnv) create(s fwSvc) *v1.Service {
 	e.t.Helper()
 	svc := &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: s.name, UID: types.UID("uid-" + s.name), Annotations: s.ann},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: s.name, UID: fwUID(s.name), Annotations: s.ann},
 		Spec:       v1.ServiceSpec{Type: s.typ, Ports: s.ports, ExternalTrafficPolicy: s.etp, HealthCheckNodePort: s.hcnp},
 	}
 	got, err := e.kube.CoreV1().Services("shop").Create(context.Background(), svc, metav1.CreateOptions{})
@@ -238,6 +240,20 @@ func (e *fwEnv) create(s fwSvc) *v1.Service {
 		e.t.Fatal(err)
 	}
 	return got
+}
+
+// fwUID is the UID the Service named name gets, a UUID as the API server
+// makes them.
+func fwUID(name string) types.UID {
+	return types.UID(fmt.Sprintf("%08x-0000-4000-8000-000000000000", crc32.ChecksumIEEE([]byte(name))))
+}
+
+// ownLB adds a REGIONAL_NETWORK load balancer named after the Service
+// named name's UID, as polyccm and the DigitalOcean CCM name them: the
+// Service's own, by the ownership rule.
+func (e *fwEnv) ownLB(name string) fake.LoadBalancer {
+	return e.fake.AddLoadBalancer(fake.LoadBalancer{Type: fake.LBTypeRegionalNetwork,
+		Name: cloudprovider.DefaultLoadBalancerName(&v1.Service{ObjectMeta: metav1.ObjectMeta{UID: fwUID(name)}})})
 }
 
 func (e *fwEnv) change(svc *v1.Service, edit func(*v1.Service)) *v1.Service {
@@ -283,7 +299,7 @@ func TestFirewallTaskOnlyWhenConfigured(t *testing.T) {
 // then no write while nothing changes.
 func TestFirewallCreatedWithTheServicesRules(t *testing.T) {
 	e := newFWEnv(t)
-	lb := e.fake.AddLoadBalancer(fake.LoadBalancer{Type: fake.LBTypeRegionalNetwork})
+	lb := e.ownLB("local")
 	tcp, udp := v1.ProtocolTCP, v1.ProtocolUDP
 	e.create(nodePortSvc("np", nil, fwPort(tcp, 80, 30080), fwPort(udp, 53, 30053), fwPort(v1.ProtocolSCTP, 9, 30009)))
 	e.create(nodePortSvc("closed", map[string]string{digitalocean.AnnFirewallManaged: "false"}, fwPort(tcp, 80, 30100)))
@@ -414,7 +430,7 @@ func TestFirewallKeepsTheOperatorsRules(t *testing.T) {
 func TestFirewallRuleRemovedByHandIsRestored(t *testing.T) {
 	e := newFWEnv(t)
 	logs := captureLogs(t)
-	lb := e.fake.AddLoadBalancer(fake.LoadBalancer{Type: fake.LBTypeRegionalNetwork})
+	lb := e.ownLB("lb")
 	e.create(nodePortSvc("np", nil, fwPort(v1.ProtocolTCP, 80, 30080)))
 	e.create(fwSvc{name: "lb", typ: v1.ServiceTypeLoadBalancer, ann: map[string]string{digitalocean.AnnLoadBalancerID: lb.ID},
 		ports: []v1.ServicePort{fwPort(v1.ProtocolTCP, 443, 31443)}})

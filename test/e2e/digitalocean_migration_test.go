@@ -259,7 +259,10 @@ func TestDigitalOceanMigrationFromTheDigitalOceanCCM(t *testing.T) {
 	// as they are, and the plan writes to neither the cloud nor the
 	// cluster.
 	planState, planCalls := clusterState(t), e.fake.Faults().Calls()
-	checkAdopted(t, e.plan(t, "plan", e.opts.Config), svcs)
+	pr := e.plan(t, "plan", e.opts.Config)
+	checkAdopted(t, pr, svcs)
+	// The public-access firewall is upstream's as it is (issue 33).
+	checkFirewallUnchanged(t, pr)
 	checkPlanReadOnly(t, planState, planCalls, e.fake.Faults().Calls(), func(ep string) bool { return !strings.HasPrefix(ep, "GET ") })
 
 	callsBefore := e.fake.Faults().Calls()
