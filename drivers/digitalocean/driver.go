@@ -150,10 +150,9 @@ type Cloud struct {
 	cfg    Config
 	lbs    *loadBalancers
 
-	// lastTotal is the droplet count from the latest listing; it tells
+	listing *instances.Listing[int, godo.Droplet]
+	// lastVolumes is the volume count from the latest listing; it tells
 	// whether a few GETs are cheaper than a full listing.
-	lastTotal atomic.Int64
-	// lastVolumes is the same for volumes.
 	lastVolumes atomic.Int64
 }
 
@@ -179,6 +178,7 @@ func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
 		return nil, fmt.Errorf("digitalocean: drivers.digitalocean.apiURL: %w", err)
 	}
 	c := &Cloud{client: client, api: deps.API, cfg: *cfg}
+	c.listing = c.newListing()
 	c.lbs = &loadBalancers{c: c, deps: deps, cluster: deps.ClusterName, own: loadbalancers.NewOwnership(loadbalancers.Options{
 		Cloud:         "DigitalOcean",
 		Informers:     deps.Informers,

@@ -117,9 +117,7 @@ type Cloud struct {
 	lb     *loadBalancers
 	routes *routes
 
-	// lastTotal is the server count from the latest listing; it tells
-	// whether a few GETs are cheaper than a full listing.
-	lastTotal atomic.Int64
+	listing *instances.Listing[int64, *hcloud.Server]
 	// lastVolumes is the same for volumes.
 	lastVolumes atomic.Int64
 
@@ -148,6 +146,7 @@ func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
 		hcloud.WithRetryOpts(hcloud.RetryOpts{MaxRetries: 0}),
 	)
 	c := &Cloud{client: client, api: deps.API, cfg: *cfg, deps: deps}
+	c.listing = c.newListing()
 	c.initLoadBalancers()
 	c.initRoutes()
 	return c, nil

@@ -5,12 +5,10 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/polyccm/polyccm/core/batch"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/instances"
 )
@@ -47,125 +45,35 @@ func serverID(providerID string) (int64, error) {
 	return id, nil
 }
 
-// LookupInstances resolves a batch: by listing every server when that is
-// cheapest (or names are asked for), else by a GET per server. A server a
-// listing lacks is confirmed with a direct lookup before it is reported
-// absent, so a listing that raced with changes never makes a Node look
-// deleted. Server names are unique in a project, so a name identifies.
+// LookupInstances resolves a batch through core's listing: a GET per
+// server, or one listing of every server when that costs no more calls
+// (or names are asked for); a server a listing lacks is confirmed by GET.
+// Server names are unique in a project, so a name identifies.
 func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (instances.Answer, error) {
-	results := make([]instances.Result, len(keys))
-	ids := make([]int64, len(keys)) // 0: by name (or already failed)
-	byName, nIDs := false, 0
-	for i, k := range keys {
-		if k.ProviderID == "" {
-			byName = true
-			continue
-		}
-		id, err := serverID(k.ProviderID)
-		if err != nil {
-			results[i].Err = err
-			continue
-		}
-		ids[i] = id
-		nIDs++
-	}
-	if nIDs == 0 && !byName {
-		return instances.Answer{Results: results}, nil
-	}
 	netID, err := c.networkID(ctx)
 	if err != nil {
 		return instances.Answer{}, err
 	}
-
-	// A GET per server, or a listing page per 50: the listing also answers
-	// the keys expected next (batch.Expected), through the cache.
-	pageCount := (int(c.lastTotal.Load()) + perPage - 1) / perPage
-	if !byName && pageCount > 0 && nIDs+batch.Expected(ctx) < pageCount {
-		c.getEach(ctx, ids, results, netID)
-		return instances.Answer{Results: results}, nil
-	}
-
-	servers, err := c.listServers(ctx, "")
-	if err != nil {
-		return instances.Answer{}, err
-	}
-	index := make(map[int64]*hcloud.Server, len(servers))
-	names := make(map[string]*hcloud.Server, len(servers))
-	for _, s := range servers {
-		index[s.ID] = s
-		names[s.Name] = s
-	}
-	var missing []int
-	for i, k := range keys {
-		switch {
-		case results[i].Err != nil:
-		case ids[i] != 0:
-			if s, ok := index[ids[i]]; ok {
-				results[i].Instance = c.toInstance(s, netID)
-			} else {
-				missing = append(missing, i)
-			}
-		default:
-			if s, ok := names[k.NodeName]; ok {
-				results[i].Instance = c.toInstance(s, netID)
-			} else {
-				missing = append(missing, i)
-			}
-		}
-	}
-	c.confirm(ctx, keys, ids, missing, results, netID)
-
-	seen := make([]instances.Instance, 0, len(servers))
-	for _, s := range servers {
-		seen = append(seen, *c.toInstance(s, netID))
-	}
-	return instances.Answer{Results: results, Seen: seen}, nil
+	return c.listing.Lookup(ctx, keys, func(s *hcloud.Server, _ bool) *instances.Instance { return c.toInstance(s, netID) })
 }
 
-// confirm re-asks about keys a listing did not contain.
-func (c *Cloud) confirm(ctx context.Context, keys []instances.Key, ids []int64, missing []int, results []instances.Result, netID int64) {
-	for _, i := range missing {
-		if ids[i] != 0 {
-			s, err := c.getServer(ctx, ids[i])
-			switch {
-			case err != nil:
-				results[i].Err = err
-			case s != nil:
-				results[i].Instance = c.toInstance(s, netID)
-			}
-			continue
-		}
-		ss, err := c.listServers(ctx, keys[i].NodeName)
-		switch {
-		case err != nil:
-			results[i].Err = err
-		case len(ss) > 0:
-			results[i].Instance = c.toInstance(ss[0], netID)
-		}
-	}
-}
-
-func (c *Cloud) getEach(ctx context.Context, ids []int64, results []instances.Result, netID int64) {
-	sem := make(chan struct{}, getConcurrency)
-	var wg sync.WaitGroup
-	for i, id := range ids {
-		if id == 0 || results[i].Err != nil {
-			continue
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+// newListing is how core's listing reaches servers.
+func (c *Cloud) newListing() *instances.Listing[int64, *hcloud.Server] {
+	return &instances.Listing[int64, *hcloud.Server]{
+		Parse:  serverID,
+		IDOf:   func(s *hcloud.Server) int64 { return s.ID },
+		NameOf: func(s *hcloud.Server) string { return s.Name },
+		Get: func(ctx context.Context, id int64) (*hcloud.Server, bool, error) {
 			s, err := c.getServer(ctx, id)
-			switch {
-			case err != nil:
-				results[i].Err = err
-			case s != nil:
-				results[i].Instance = c.toInstance(s, netID)
-			}
-		}()
+			return s, s != nil, err
+		},
+		List:           func(ctx context.Context) ([]*hcloud.Server, error) { return c.listServers(ctx, "") },
+		ListByName:     c.listServers,
+		PerPage:        perPage,
+		Concurrency:    getConcurrency,
+		Plural:         "servers",
+		ProviderIDForm: providerPrefix + "<server-id>",
 	}
-	wg.Wait()
 }
 
 // getServer returns nil, nil only when the API answered 404 not_found:
@@ -184,7 +92,7 @@ func (c *Cloud) getServer(ctx context.Context, id int64) (*hcloud.Server, error)
 func (c *Cloud) listServers(ctx context.Context, name string) ([]*hcloud.Server, error) {
 	var all []*hcloud.Server
 	seen := map[int64]bool{}
-	total, err := pages(ctx, c, "servers.list", func(ctx context.Context, o hcloud.ListOpts) ([]*hcloud.Server, *hcloud.Response, error) {
+	_, err := pages(ctx, c, "servers.list", func(ctx context.Context, o hcloud.ListOpts) ([]*hcloud.Server, *hcloud.Response, error) {
 		return c.client.Server.List(ctx, hcloud.ServerListOpts{ListOpts: o, Name: name})
 	}, func(page []*hcloud.Server) bool {
 		for _, s := range page {
@@ -196,9 +104,6 @@ func (c *Cloud) listServers(ctx context.Context, name string) ([]*hcloud.Server,
 		}
 		return true
 	})
-	if err == nil && name == "" {
-		c.lastTotal.Store(int64(max(total, len(all))))
-	}
 	return all, err
 }
 
