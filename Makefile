@@ -73,14 +73,16 @@ build:
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN) ./cmd/polyccm
 	@echo "built $(BIN) $(VERSION) with drivers: $$($(abspath $(BIN)) drivers | paste -sd, -)"
 
-# The real etcd and kube-apiserver the tests and the demo run, built once
-# from the Go module proxy and cached outside the repo.
+# The real etcd and kube-apiserver the tests and the demo run (and helm and
+# the upstream aws-cloud-controller-manager the tests run), built once from
+# the Go module proxy and cached outside the repo.
 tools:
 	bash test/tools/build.sh
 
-# The demo needs etcd and kube-apiserver only, not the chart tests' helm.
+# The demo needs etcd and kube-apiserver only, not the chart tests' helm
+# nor the drop-in tests' upstream aws-cloud-controller-manager.
 tools-cluster:
-	NO_HELM=1 bash test/tools/build.sh
+	NO_HELM=1 NO_UPSTREAM=1 bash test/tools/build.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

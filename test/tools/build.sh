@@ -7,20 +7,23 @@
 #       kube-apiserver-<k8s.io/kubernetes version>
 #       etcd-<go.etcd.io/etcd/server/v3 version>
 #       helm-<helm.sh/helm/v3 version>
+#       aws-cloud-controller-manager-<k8s.io/cloud-provider-aws version>
 #
 # Binaries that already exist are skipped, so reruns take seconds. Each binary
 # is built to a temporary name and renamed into place, so an interrupted build
 # never leaves a half-written file behind.
 #
-# The versions live in one place only: the require blocks of test/tools/go.mod
-# and test/tools/helm/go.mod (test/cluster reads the same files to find the
-# binaries). helm has a module of its own because its Kubernetes libraries
-# are not kube-apiserver's.
+# The versions live in one place only: the require blocks of test/tools/go.mod,
+# test/tools/helm/go.mod and test/tools/upstream-aws/go.mod (test/cluster and
+# test/upstream read the same files to find the binaries). helm and the
+# upstream AWS cloud-controller-manager have modules of their own because
+# their Kubernetes libraries are not kube-apiserver's.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 gomod="${here}/go.mod"
 helm_dir="${here}/helm"
+upstream_aws_dir="${here}/upstream-aws"
 
 # modversion MODULE [GOMOD] prints MODULE's required version from GOMOD
 # (default test/tools/go.mod).
@@ -40,6 +43,7 @@ modversion() {
 kube_version="$(modversion k8s.io/kubernetes)"
 etcd_version="$(modversion go.etcd.io/etcd/server/v3)"
 helm_version="$(modversion helm.sh/helm/v3 "${helm_dir}/go.mod")"
+upstream_aws_version="$(modversion k8s.io/cloud-provider-aws "${upstream_aws_dir}/go.mod")"
 
 out_dir="${CCMTEST_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/polyccm-tools}"
 mkdir -p "${out_dir}"
@@ -63,6 +67,10 @@ helm_ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=${helm_version}"
 for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
 	helm_ldflags+=" -X ${pkg}.k8sVersionMajor=1 -X ${pkg}.k8sVersionMinor=${client_go_minor}"
 done
+
+# Stamp the upstream AWS cloud-controller-manager as its release build does
+# (its Makefile's LDFLAGS), so --version reports the release.
+upstream_aws_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${upstream_aws_version} -X main.gitVersion=${upstream_aws_version}"
 
 # build NAME VERSION MODULE_DIR PACKAGE ESTIMATE VERSION_COMMAND WANT_VERSION_LINE
 #       [GO BUILD FLAGS...]
@@ -139,6 +147,15 @@ if [[ -z "${NO_HELM:-}" ]]; then
 		"3 to 10 minutes on 2 cores, depending on load" "version --short" "${helm_version}" -ldflags="${helm_ldflags}"
 fi
 
+# The upstream AWS cloud-controller-manager is for the drop-in tests only
+# (test/upstream): `make demo` (NO_UPSTREAM=1 via tools-cluster) leaves it out.
+if [[ -z "${NO_UPSTREAM:-}" ]]; then
+	build aws-cloud-controller-manager "${upstream_aws_version}" "${upstream_aws_dir}" \
+		k8s.io/cloud-provider-aws/cmd/aws-cloud-controller-manager \
+		"3 to 10 minutes on 2 cores, depending on load" --version "Kubernetes ${upstream_aws_version}" -ldflags="${upstream_aws_ldflags}"
+fi
+
 echo "kube-apiserver: ${out_dir}/kube-apiserver-${kube_version}"
 echo "etcd:           ${out_dir}/etcd-${etcd_version}"
 [[ -n "${NO_HELM:-}" ]] || echo "helm:           ${out_dir}/helm-${helm_version}"
+[[ -n "${NO_UPSTREAM:-}" ]] || echo "aws-cloud-controller-manager: ${out_dir}/aws-cloud-controller-manager-${upstream_aws_version}"

@@ -29,6 +29,12 @@ func ec2Actions() map[string]actionFunc {
 		"CreateTags":                    (*Server).createTags,
 		"DeleteTags":                    (*Server).deleteTags,
 		"DescribeVolumes":               (*Server).describeVolumes,
+		"DescribeInstanceTopology":      (*Server).describeInstanceTopology,
+		"CreateInternetGateway":         (*Server).createInternetGateway,
+		"AttachInternetGateway":         (*Server).attachInternetGateway,
+		"DetachInternetGateway":         (*Server).detachInternetGateway,
+		"DeleteInternetGateway":         (*Server).deleteInternetGateway,
+		"DescribeInternetGateways":      (*Server).describeInternetGateways,
 	}
 }
 
@@ -55,7 +61,7 @@ var instanceFilters = []string{
 	"private-ip-address", "dns-name", "ip-address", "vpc-id", "subnet-id",
 	"availability-zone", "instance-type", "image-id", "reservation-id", "owner-id",
 	"network-interface.network-interface-id", "network-interface.mac-address",
-	"instance.group-id", "instance.group-name", "source-dest-check",
+	"instance.group-id", "instance.group-name", "source-dest-check", "placement-group-name", "architecture",
 }
 
 func (s *Server) instanceFieldsLocked(i *instanceRec) fieldsFunc {
@@ -105,6 +111,10 @@ func (s *Server) instanceFieldsLocked(i *instanceRec) fieldsFunc {
 			return out
 		case "source-dest-check":
 			return []string{boolStr(i.SourceDestCheck)}
+		case "placement-group-name":
+			return []string{i.PlacementGroup}
+		case "architecture":
+			return []string{i.Architecture}
 		}
 		return nil
 	}
@@ -191,9 +201,9 @@ func (s *Server) instanceXMLLocked(i *instanceRec) xmlInstance {
 		InstanceState:       xmlInstanceState{Code: instanceStateCodes[i.State], Name: i.State},
 		InstanceType:        i.InstanceType,
 		LaunchTime:          launch,
-		Placement:           xmlPlacement{AvailabilityZone: i.AvailabilityZone, Tenancy: "default"},
+		Placement:           xmlPlacement{AvailabilityZone: i.AvailabilityZone, GroupName: i.PlacementGroup, Tenancy: "default"},
 		Monitoring:          xmlMonitoring{State: "disabled"},
-		Architecture:        "x86_64",
+		Architecture:        i.Architecture,
 		RootDeviceType:      "ebs",
 		RootDeviceName:      "/dev/xvda",
 		VirtualizationType:  "hvm",

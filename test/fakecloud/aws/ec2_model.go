@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"net/netip"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -32,12 +34,29 @@ var instanceStateCodes = map[string]int32{
 // public address even in a subnet that maps them on launch.
 const NoIP = "none"
 
-// AvailabilityZone is one zone of the fake's region. Zone ids are shuffled
-// against names (REGIONa is not az1), as they are per account on AWS.
+// AvailabilityZone is one zone of the fake's region: one of its three
+// Availability Zones, or a Local Zone added with AddLocalZone. Zone ids are
+// shuffled against names (REGIONa is not az1), as they are per account on
+// AWS.
 type AvailabilityZone struct {
-	Name string // "eu-west-1a"
-	ID   string // "euw1-az3"
+	Name string // "eu-west-1a"; a Local Zone "us-west-2-lax-1a"
+	ID   string // "euw1-az3"; a Local Zone "usw2-lax1-az1"
+	// Type is ZoneTypeAvailabilityZone or ZoneTypeLocalZone.
+	Type string
+	// Local Zones only: the zone group, which is also the network border
+	// group ("us-west-2-lax-1"); the Availability Zone it hangs off; and
+	// whether the account opted in. DescribeAvailabilityZones lists a zone
+	// not opted in only when asked for AllAvailabilityZones or by name.
+	GroupName                    string
+	ParentZoneName, ParentZoneID string
+	OptedIn                      bool
 }
+
+// Zone types, as DescribeAvailabilityZones names them.
+const (
+	ZoneTypeAvailabilityZone = "availability-zone"
+	ZoneTypeLocalZone        = "local-zone"
+)
 
 // VPC is the fake's state for one VPC.
 type VPC struct {
@@ -127,9 +146,34 @@ type Instance struct {
 	SecurityGroupIDs   []string
 	Tags               map[string]string
 	LaunchTime         time.Time
+	// Architecture is "x86_64" or "arm64"; default from the instance type
+	// (arm64 for the Graviton types: m7g, c6gn, t4g, hpc7g, ...).
+	Architecture string
+	// PlacementGroup is the placement group's name, "" for none.
+	PlacementGroup string
+	// NetworkNodes, for an instance of a type with a network topology
+	// (DescribeInstanceTopology), replaces the nodes the fake derives from
+	// its zone, placement group and id; top layer first.
+	NetworkNodes []string
+	// CapacityBlockID is set for UltraServer instances only, as on EC2.
+	CapacityBlockID string
+}
+
+// gravitonType matches the instance types with AWS Graviton (arm64)
+// processors: a "g" among the attributes after the generation, as in
+// m7g, c6gn, r8gd, t4g, x2gd, im4gn, hpc7g, g5g (not g5, whose "g" is the
+// family), and the first generation, a1.
+var gravitonType = regexp.MustCompile(`^(a1|[a-z]+[0-9]+[a-z-]*g[a-z]*)\.`)
+
+func architectureOf(instanceType string) string {
+	if gravitonType.MatchString(instanceType) {
+		return "arm64"
+	}
+	return "x86_64"
 }
 
 func (i Instance) clone() Instance {
+	i.NetworkNodes = slices.Clone(i.NetworkNodes)
 	i.IPv6Addresses = slices.Clone(i.IPv6Addresses)
 	i.SecurityGroupIDs = slices.Clone(i.SecurityGroupIDs)
 	i.Tags = cloneTags(i.Tags)
@@ -167,6 +211,7 @@ type ec2State struct {
 	instances   map[string]*instanceRec
 	sgs         map[string]*sgRec
 	volumes     map[string]*volumeRec
+	igws        map[string]*igwRec
 	nextPublic  int
 
 	// consistency is how long a group created through the API stays
@@ -185,6 +230,7 @@ func (e *ec2State) init() {
 	e.instances = map[string]*instanceRec{}
 	e.sgs = map[string]*sgRec{}
 	e.volumes = map[string]*volumeRec{}
+	e.igws = map[string]*igwRec{}
 	e.lingering = map[string]time.Time{}
 }
 
@@ -242,8 +288,40 @@ func (s *Server) resetZonesLocked() {
 	ids := []string{"az3", "az1", "az2"}
 	s.ec2.zones = nil
 	for k, suffix := range []string{"a", "b", "c"} {
-		s.ec2.zones = append(s.ec2.zones, AvailabilityZone{Name: s.region + suffix, ID: abbr + "-" + ids[k]})
+		s.ec2.zones = append(s.ec2.zones, AvailabilityZone{Name: s.region + suffix, ID: abbr + "-" + ids[k], Type: ZoneTypeAvailabilityZone})
 	}
+}
+
+// AddLocalZone adds a Local Zone to the region and returns it with the
+// defaults filled in: the id from the name (us-west-2-lax-1a is
+// usw2-lax1-az1), the zone group (the name without its letter) and, as
+// parent, the region's first zone. The name must start with the region
+// and end in a zone group and letter; AddLocalZone panics otherwise, or if
+// the zone exists. Set the region first: SetRegion drops Local Zones.
+func (s *Server) AddLocalZone(z AvailabilityZone) AvailabilityZone {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rest, ok := strings.CutPrefix(z.Name, s.region+"-")
+	if !ok || len(rest) < 3 || rest[len(rest)-1] < 'a' || rest[len(rest)-1] > 'z' || !strings.Contains(rest, "-") {
+		panic("aws fake: AddLocalZone: " + z.Name + " is not a Local Zone name of " + s.region + " (like " + s.region + "-lax-1a)")
+	}
+	if _, exists := s.zoneLocked(z.Name); exists {
+		panic("aws fake: AddLocalZone: zone " + z.Name + " exists")
+	}
+	group, letter := rest[:len(rest)-1], rest[len(rest)-1]
+	z.Type = ZoneTypeLocalZone
+	z.GroupName = cmp.Or(z.GroupName, s.region+"-"+group)
+	z.ID = cmp.Or(z.ID, regionAbbrev(s.region)+"-"+strings.ReplaceAll(group, "-", "")+"-az"+strconv.Itoa(int(letter-'a')+1))
+	if z.ParentZoneName == "" {
+		z.ParentZoneName = s.ec2.zones[0].Name
+	}
+	parent, ok := s.zoneLocked(z.ParentZoneName)
+	if !ok || parent.Type != ZoneTypeAvailabilityZone {
+		panic("aws fake: AddLocalZone: no Availability Zone " + z.ParentZoneName)
+	}
+	z.ParentZoneID = parent.ID
+	s.ec2.zones = append(s.ec2.zones, z)
+	return z
 }
 
 func (s *Server) zoneLocked(name string) (AvailabilityZone, bool) {
@@ -255,16 +333,23 @@ func (s *Server) zoneLocked(name string) (AvailabilityZone, bool) {
 	return AvailabilityZone{}, false
 }
 
-// AvailabilityZones returns the region's zones.
+// AvailabilityZones returns the region's Availability Zones (not its
+// Local Zones).
 func (s *Server) AvailabilityZones() []AvailabilityZone {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.ec2.zones)
+	return slices.DeleteFunc(slices.Clone(s.ec2.zones), func(z AvailabilityZone) bool { return z.Type != ZoneTypeAvailabilityZone })
 }
 
+// addDefaultVPCLocked makes the default VPC as AWS does: its subnets are
+// public, through a default route to an internet gateway in the main
+// route table.
 func (s *Server) addDefaultVPCLocked() {
 	v := s.addVPCLocked(VPC{CIDRBlock: "172.31.0.0/16", IsDefault: true})
 	s.ec2.defaultVPC = v.ID
+	igw := s.addInternetGatewayLocked(v.ID, nil)
+	main := s.ec2.routeTables[v.MainRouteTableID]
+	main.Routes = append(main.Routes, Route{DestinationCIDRBlock: "0.0.0.0/0", GatewayID: igw.ID, Origin: "CreateRoute"})
 	for k := range s.ec2.zones {
 		sub := s.addSubnetLocked(Subnet{
 			VPCID:               v.ID,
@@ -511,7 +596,7 @@ func (s *Server) RouteTables() []RouteTable {
 func (s *Server) routeTableViewLocked(rec *routeTableRec) RouteTable {
 	rt := rec.clone()
 	for k := range rt.Routes {
-		rt.Routes[k].State = s.routeStateLocked(rt.Routes[k])
+		rt.Routes[k].State = s.routeStateLocked(rt.VPCID, rt.Routes[k])
 	}
 	return rt
 }
@@ -520,9 +605,10 @@ func routeDest(r Route) string { return cmp.Or(r.DestinationCIDRBlock, r.Destina
 
 // routeStateLocked is "blackhole" when the route's instance or network
 // interface is gone: terminated (its interface deleted with it) or
-// removed. A stopped instance keeps its interface, and its routes stay
-// active.
-func (s *Server) routeStateLocked(r Route) string {
+// removed, or its internet gateway is no longer attached to the table's
+// VPC. A stopped instance keeps its interface, and its routes stay active.
+// Gateways the fake does not model (vgw-, ...) count as there.
+func (s *Server) routeStateLocked(vpcID string, r Route) string {
 	gone := func(inst *instanceRec) bool {
 		return inst == nil || inst.State == InstanceStateTerminated
 	}
@@ -533,6 +619,10 @@ func (s *Server) routeStateLocked(r Route) string {
 		}
 	case r.NetworkInterfaceID != "":
 		if gone(s.instanceByENILocked(r.NetworkInterfaceID)) {
+			return "blackhole"
+		}
+	case strings.HasPrefix(r.GatewayID, "igw-"):
+		if g := s.ec2.igws[r.GatewayID]; g != nil && g.VPCID != vpcID {
 			return "blackhole"
 		}
 	}
@@ -580,6 +670,7 @@ func (s *Server) addInstanceLocked(inst Instance) Instance {
 	inst.ReservationID = cmp.Or(inst.ReservationID, s.ec2ID("r"))
 	inst.ImageID = cmp.Or(inst.ImageID, "ami-0c1bc246476a5572b")
 	inst.InstanceType = cmp.Or(inst.InstanceType, "t3.medium")
+	inst.Architecture = cmp.Or(inst.Architecture, architectureOf(inst.InstanceType))
 	inst.State = cmp.Or(inst.State, InstanceStateRunning)
 	if _, ok := instanceStateCodes[inst.State]; !ok {
 		panic("aws fake: AddInstance: bad state " + inst.State)

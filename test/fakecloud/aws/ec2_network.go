@@ -1,18 +1,37 @@
 package aws
 
 import (
+	"cmp"
 	"math/big"
 	"net/netip"
 	"slices"
 	"strings"
 )
 
-var zoneFilters = []string{"zone-name", "zone-id", "state", "region-name", "zone-type", "group-name", "opt-in-status"}
+var zoneFilters = []string{
+	"zone-name", "zone-id", "state", "region-name", "zone-type", "group-name", "group-long-name",
+	"opt-in-status", "parent-zone-name", "parent-zone-id",
+}
+
+// zoneOptIn is a zone's opt-in status: Availability Zones need none.
+func zoneOptIn(z AvailabilityZone) string {
+	switch {
+	case z.Type == ZoneTypeAvailabilityZone:
+		return "opt-in-not-required"
+	case z.OptedIn:
+		return "opted-in"
+	}
+	return "not-opted-in"
+}
 
 func (s *Server) describeAvailabilityZones(c *call) (any, *apiError) {
 	fs := c.p.filters()
 	if err := checkFilters(fs, zoneFilters); err != nil {
 		return nil, err
+	}
+	all, _, ok := c.p.boolean("AllAvailabilityZones")
+	if !ok {
+		return nil, badRequest("InvalidParameterValue", "Value (%s) for parameter allAvailabilityZones is invalid.", c.p.get("AllAvailabilityZones"))
 	}
 	names, ids := c.p.flat("ZoneName"), c.p.flat("ZoneId")
 	for _, n := range names {
@@ -27,9 +46,16 @@ func (s *Server) describeAvailabilityZones(c *call) (any, *apiError) {
 	}
 	out := &xmlDescribeAvailabilityZones{Zones: []xmlAvailabilityZone{}}
 	for _, z := range s.ec2.zones {
-		if len(names)+len(ids) > 0 && !slices.Contains(names, z.Name) && !slices.Contains(ids, z.ID) {
+		named := slices.Contains(names, z.Name) || slices.Contains(ids, z.ID)
+		if len(names)+len(ids) > 0 && !named {
 			continue
 		}
+		// Zones that need an opt-in show only once opted in, unless the
+		// caller asks for every zone or names them.
+		if zoneOptIn(z) == "not-opted-in" && !all && !named {
+			continue
+		}
+		group := cmp.Or(z.GroupName, s.region)
 		fields := func(name string) []string {
 			switch name {
 			case "zone-name":
@@ -38,12 +64,18 @@ func (s *Server) describeAvailabilityZones(c *call) (any, *apiError) {
 				return []string{z.ID}
 			case "state":
 				return []string{"available"}
-			case "region-name", "group-name":
+			case "region-name":
 				return []string{s.region}
+			case "group-name", "group-long-name":
+				return []string{group}
 			case "zone-type":
-				return []string{"availability-zone"}
+				return []string{z.Type}
 			case "opt-in-status":
-				return []string{"opt-in-not-required"}
+				return []string{zoneOptIn(z)}
+			case "parent-zone-name":
+				return []string{z.ParentZoneName}
+			case "parent-zone-id":
+				return []string{z.ParentZoneID}
 			}
 			return nil
 		}
@@ -52,8 +84,9 @@ func (s *Server) describeAvailabilityZones(c *call) (any, *apiError) {
 		}
 		out.Zones = append(out.Zones, xmlAvailabilityZone{
 			ZoneName: z.Name, ZoneState: "available", RegionName: s.region, ZoneID: z.ID,
-			ZoneType: "availability-zone", OptInStatus: "opt-in-not-required",
-			GroupName: s.region, NetworkBorderGroup: s.region, GroupLongName: s.region,
+			ZoneType: z.Type, OptInStatus: zoneOptIn(z),
+			GroupName: group, NetworkBorderGroup: group, GroupLongName: group,
+			ParentZoneName: z.ParentZoneName, ParentZoneID: z.ParentZoneID,
 		})
 	}
 	return out, nil
@@ -430,6 +463,16 @@ func (s *Server) readRouteTargetLocked(p params, rr routeRequest) (Route, *apiEr
 			return r, badRequest("InvalidParameterValue", "route table %s and network interface %s belong to different networks", rr.table.ID, id)
 		}
 		r.InstanceID, r.NetworkInterfaceID = inst.ID, id
+	}
+	if id, ok := p.str("GatewayId"); ok && strings.HasPrefix(id, "igw-") {
+		// Internet gateways are modelled: the gateway must exist and be
+		// attached to the table's VPC.
+		switch g := s.ec2.igws[id]; {
+		case g == nil:
+			return r, badRequest("InvalidGatewayID.NotFound", "The gateway ID '%s' does not exist", id)
+		case g.VPCID != rr.table.VPCID:
+			return r, badRequest("InvalidParameterValue", "route table %s and network gateway %s belong to different networks", rr.table.ID, id)
+		}
 	}
 	for key, field := range map[string]*string{
 		"GatewayId": &r.GatewayID, "NatGatewayId": &r.NatGatewayID,

@@ -56,6 +56,11 @@ func (s *Server) tagsOfLocked(id string) (*map[string]string, *apiError) {
 			return &r.tags, nil
 		}
 		return nil, badRequest("InvalidGroup.NotFound", "The security group '%s' does not exist", id)
+	case "igw":
+		if r := s.ec2.igws[id]; r != nil {
+			return &r.Tags, nil
+		}
+		return nil, badRequest("InvalidInternetGatewayID.NotFound", "The internetGateway ID '%s' does not exist", id)
 	case "vol":
 		if r := s.ec2.volumes[id]; r != nil {
 			return &r.Tags, nil

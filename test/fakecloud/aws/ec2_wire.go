@@ -192,6 +192,8 @@ type xmlAvailabilityZone struct {
 	GroupName          string   `xml:"groupName"`
 	NetworkBorderGroup string   `xml:"networkBorderGroup"`
 	GroupLongName      string   `xml:"groupLongName"`
+	ParentZoneName     string   `xml:"parentZoneName,omitempty"`
+	ParentZoneID       string   `xml:"parentZoneId,omitempty"`
 }
 
 // DescribeVpcs.

@@ -7,8 +7,11 @@ import (
 )
 
 // DefaultSSLPolicy is the security policy TLS and HTTPS listeners get when
-// the request names none.
-const DefaultSSLPolicy = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+// the request names none: the API's default, which is also the CLI's,
+// CloudFormation's and the CDK's. Only the console picks a TLS 1.3 policy
+// (Elastic Load Balancing guide, "Security policies for your Network Load
+// Balancer").
+const DefaultSSLPolicy = "ELBSecurityPolicy-2016-08"
 
 var sslPolicies = []string{
 	"ELBSecurityPolicy-2016-08", "ELBSecurityPolicy-2015-05", "ELBSecurityPolicy-TLS-1-0-2015-04",

@@ -124,7 +124,7 @@ func TestNLBLifecycle(t *testing.T) {
 		DefaultActions: []elbtypes.Action{{Type: elbtypes.ActionTypeEnumForward, TargetGroupArn: &tgARN}},
 	}))
 	l := ls.Listeners[0]
-	if !strings.HasPrefix(*l.ListenerArn, strings.Replace(lbARN, ":loadbalancer/", ":listener/", 1)+"/") || *l.SslPolicy != DefaultSSLPolicy ||
+	if !strings.HasPrefix(*l.ListenerArn, strings.Replace(lbARN, ":loadbalancer/", ":listener/", 1)+"/") || *l.SslPolicy != "ELBSecurityPolicy-2016-08" ||
 		len(l.Certificates) != 1 || *l.Certificates[0].CertificateArn != cert || l.AlpnPolicy[0] != "HTTP2Preferred" ||
 		*l.DefaultActions[0].TargetGroupArn != tgARN || *l.DefaultActions[0].ForwardConfig.TargetGroups[0].Weight != 1 {
 		t.Errorf("listener = %+v", l)

@@ -199,6 +199,12 @@ func (s *Server) createTargetGroup(c *call) (any, *apiError) {
 		tg.IPAddressType = cmp.Or(c.p.get("IpAddressType"), "ipv4")
 	}
 	tg.HealthCheck = defaultHealthCheck(tg.Protocol, targetType)
+	if isNLBProtocol(tg.Protocol) && c.p.get("HealthCheckProtocol") == "HTTP" && !c.p.has("HealthCheckTimeoutSeconds") {
+		// An NLB target group's health check times out after 6s over HTTP
+		// and 10s over TCP and HTTPS unless told otherwise (NLB guide,
+		// "Health check settings"; cloud-provider-aws relies on it).
+		tg.HealthCheck.TimeoutSeconds = 6
+	}
 	if err := readHealthCheck(c.p, &tg.HealthCheck); err != nil {
 		return nil, err
 	}

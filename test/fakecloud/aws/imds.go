@@ -349,7 +349,7 @@ func (s *Server) imdsGetLocked(path string, now time.Time) imdsReply {
 			Region                  string   `json:"region"`
 			Version                 string   `json:"version"`
 		}{
-			AccountID: s.account, Architecture: "x86_64", AvailabilityZone: inst.AvailabilityZone,
+			AccountID: s.account, Architecture: inst.Architecture, AvailabilityZone: inst.AvailabilityZone,
 			ImageID: inst.ImageID, InstanceID: inst.ID, InstanceType: inst.InstanceType,
 			PendingTime: inst.LaunchTime.UTC().Format(time.RFC3339), PrivateIP: inst.PrivateIP,
 			Region: s.region, Version: "2017-09-30",

@@ -1,8 +1,10 @@
 package aws
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials/ec2rolecreds"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 )
 
@@ -168,5 +171,79 @@ func TestIMDSv2Enforcement(t *testing.T) {
 	nf := do(t, req)
 	if nf.status != 404 || !strings.Contains(string(nf.body), "404 - Not Found") {
 		t.Errorf("unknown path: %d %s", nf.status, nf.body)
+	}
+}
+
+// TestIMDSIdentityDocument checks the document byte by byte against the
+// shape AWS serves (instance-identity-documents.html), and the paths the
+// upstream AWS cloud-controller-manager reads at start: the IMDSv2 token,
+// the document, instance-id, and the VPC of the first interface.
+func TestIMDSIdentityDocument(t *testing.T) {
+	s, _ := start(t)
+	_, subs := network(t, s, "c1")
+	inst := s.AddInstance(Instance{SubnetID: subs[0].ID, InstanceType: "m7g.large"})
+	if err := s.SetIMDSInstance(inst.ID); err != nil {
+		t.Fatal(err)
+	}
+	tokReq := must[*http.Request](t)(http.NewRequestWithContext(ctx, http.MethodPut, s.IMDSURL()+"/latest/api/token", nil))
+	tokReq.Header.Set("X-aws-ec2-metadata-token-ttl-seconds", "60")
+	tok := do(t, tokReq)
+	if tok.status != http.StatusOK || len(tok.body) == 0 || tok.header.Get("X-Aws-Ec2-Metadata-Token-Ttl-Seconds") != "60" {
+		t.Fatalf("token: %d %q %v", tok.status, tok.body, tok.header)
+	}
+	get := func(path string) rawResponse {
+		req := must[*http.Request](t)(http.NewRequestWithContext(ctx, http.MethodGet, s.IMDSURL()+path, nil))
+		req.Header.Set("X-aws-ec2-metadata-token", string(tok.body))
+		return do(t, req)
+	}
+	doc := get("/latest/dynamic/instance-identity/document")
+	var fields map[string]any
+	if err := json.Unmarshal(doc.body, &fields); err != nil || doc.status != http.StatusOK {
+		t.Fatalf("document: %d %s %v", doc.status, doc.body, err)
+	}
+	want := map[string]any{
+		"accountId": s.AccountID(), "architecture": "arm64", "availabilityZone": inst.AvailabilityZone,
+		"billingProducts": nil, "devpayProductCodes": nil, "marketplaceProductCodes": nil,
+		"imageId": inst.ImageID, "instanceId": inst.ID, "instanceType": "m7g.large", "kernelId": nil,
+		"pendingTime": inst.LaunchTime.UTC().Format(time.RFC3339), "privateIp": inst.PrivateIP, "ramdiskId": nil,
+		"region": DefaultRegion, "version": "2017-09-30",
+	}
+	if !reflect.DeepEqual(fields, want) {
+		t.Errorf("document = %v\nwant       %v", fields, want)
+	}
+	// The SDK's typed reader agrees (aws-sdk-go-v2 imds, as upstream uses).
+	c := imds.New(imds.Options{Endpoint: s.IMDSURL()})
+	typed := must[*imds.GetInstanceIdentityDocumentOutput](t)(c.GetInstanceIdentityDocument(ctx, &imds.GetInstanceIdentityDocumentInput{}))
+	if typed.Architecture != "arm64" || typed.Version != "2017-09-30" || typed.PendingTime.IsZero() || typed.InstanceType != "m7g.large" {
+		t.Errorf("typed document = %+v", typed.InstanceIdentityDocument)
+	}
+	// upstream findVPCID: list the MACs (each ending in "/"), then read
+	// macs/<mac>/vpc-id from each.
+	macs := metadata(t, c, "network/interfaces/macs/")
+	if macs != inst.MACAddress+"/" {
+		t.Fatalf("macs = %q", macs)
+	}
+	if got := metadata(t, c, "network/interfaces/macs/"+macs+"vpc-id"); got != inst.VPCID {
+		t.Errorf("vpc-id = %q, want %q", got, inst.VPCID)
+	}
+	for path, want := range map[string]string{
+		"instance-id": inst.ID, "placement/availability-zone": inst.AvailabilityZone, "mac": inst.MACAddress, "local-ipv4": inst.PrivateIP,
+	} {
+		if got := metadata(t, c, path); got != want {
+			t.Errorf("%s = %q, want %q", path, got, want)
+		}
+	}
+	// The x86 default; and DescribeInstances says the same architecture.
+	x86 := s.AddInstance(Instance{InstanceType: "g5.xlarge"})
+	cl := clientsWith(t, s, DefaultRegion, testAccessKey, testSecretKey, "")
+	out := must[*ec2.DescribeInstancesOutput](t)(cl.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{inst.ID, x86.ID}}))
+	arch := map[string]string{}
+	for _, r := range out.Reservations {
+		for _, i := range r.Instances {
+			arch[*i.InstanceId] = string(i.Architecture)
+		}
+	}
+	if arch[inst.ID] != "arm64" || arch[x86.ID] != "x86_64" {
+		t.Errorf("architectures = %v", arch)
 	}
 }

@@ -43,16 +43,21 @@
 // breaks the connection under the response (aws/aws-sdk-go-v2#2737).
 //
 // State lives in memory and is shared by the API and the Go-side helpers
-// (AddInstance, AddSubnet, LoadBalancers, Stats, ...), which tests use to
-// arrange the world and to assert on it.
+// (AddInstance, AddSubnet, AddNetwork, LoadBalancers, Stats, ...), which
+// tests use to arrange the world and to assert on it. Like a real account,
+// the default VPC's subnets are public (its main route table routes
+// 0.0.0.0/0 to an internet gateway); AddNetwork lays out a cluster VPC with
+// public and private subnets and their tags.
 //
 // Implemented:
 //
 //   - EC2: DescribeInstances (ids, filters, MaxResults/NextToken by
 //     reservation), DescribeInstanceAttribute, ModifyInstanceAttribute
-//     (source/dest check, groups, type), DescribeAvailabilityZones,
+//     (source/dest check, groups, type), DescribeInstanceTopology,
+//     DescribeAvailabilityZones (Local Zones and opt-in too),
 //     DescribeVpcs, DescribeSubnets, DescribeRouteTables, CreateRoute,
-//     ReplaceRoute, DeleteRoute, CreateSecurityGroup,
+//     ReplaceRoute, DeleteRoute, Create/Attach/Detach/Delete/
+//     DescribeInternetGateways, CreateSecurityGroup,
 //     DescribeSecurityGroups, DeleteSecurityGroup,
 //     Authorize/RevokeSecurityGroupIngress and -Egress, CreateTags,
 //     DeleteTags, DescribeVolumes; DryRun on all of them.
