@@ -25,6 +25,7 @@ const (
 // a tagged route table.
 type awsEnv struct {
 	*env
+	acct    *simcloud.AWSAccount
 	fake    *fakeaws.Server
 	vpc     fakeaws.VPC
 	subnets map[string]fakeaws.Subnet // by zone
@@ -39,7 +40,7 @@ func newAWSEnv(t *testing.T, tweak func(*harness.Settings)) *awsEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.fake = acct.Fake
+	e.acct, e.fake = acct, acct.Fake
 	e.closer = append(e.closer, e.fake.Close)
 	owned := map[string]string{aws.TagClusterPrefix + "e2e": aws.TagOwned}
 	e.vpc = e.fake.AddVPC(fakeaws.VPC{CIDRBlock: "10.0.0.0/16", Tags: owned})
