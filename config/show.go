@@ -10,11 +10,13 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/polyccm/polyccm/config/secret"
+	"github.com/polyccm/polyccm/core/redact"
 )
 
 // Render returns the effective config as YAML, in the same shape and key
-// order as the file, with every inline secret value replaced. This is what
-// `polyccm config show` prints.
+// order as the file, with every inline secret value replaced and
+// credentials in other values (a URL's password or query token) masked.
+// This is what `polyccm config show` prints.
 func Render(c *Config) ([]byte, error) {
 	root := node(reflect.ValueOf(*c))
 	if len(c.Drivers) > 0 {
@@ -83,8 +85,10 @@ func node(v reflect.Value) *yaml.Node {
 		}
 		return s
 	case reflect.String:
-		// A URL's credentials are secrets outside the secret mechanism.
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: RedactURL(v.String())}
+		// A URL's credentials are secrets outside the secret mechanism:
+		// its userinfo, and a token in its query (?token=…), which the
+		// log's rules (core/redact) mask as they mask it in log lines.
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: redact.String(RedactURL(v.String()))}
 	case reflect.Bool:
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(v.Bool())}
 	case reflect.Int, reflect.Int32, reflect.Int64:

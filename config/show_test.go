@@ -199,3 +199,27 @@ drivers:
 		t.Errorf("round trip differs:\nfirst  %+v\nsecond %+v\nrendered:\n%s", first, second, out)
 	}
 }
+
+// A credential carried in a URL, outside the secret mechanism, is masked
+// as the log masks it: a password in the userinfo, and a token or key in
+// the query; the rest of the URL, and URLs without credentials, stay.
+func TestRenderMasksURLCredentials(t *testing.T) {
+	for _, c := range []struct{ in, want, secret string }{
+		{"https://api.example.com/v2/?token=s3cr3t-t0ken&page=2", "https://api.example.com/v2/?token=REDACTED&page=2", "s3cr3t-t0ken"},
+		{"https://compute.example.com/?key=AIzaSyEXAMPLEKEY0123", "https://compute.example.com/?key=REDACTED", "AIzaSyEXAMPLEKEY0123"},
+		{"https://api.example.com/?access_token=ya29.a0Af&alt=json", "https://api.example.com/?access_token=REDACTED&alt=json", "ya29.a0Af"},
+		{"https://ops:hunter2@proxy.example/v2?api_key=k3y", "https://REDACTED@proxy.example/v2?api_key=REDACTED", "hunter2"},
+		{"https://api.example.com/v2/?page=2&per_page=200", "https://api.example.com/v2/?page=2&per_page=200", ""},
+	} {
+		cfg := Defaults()
+		cfg.Driver = "testcloud"
+		cfg.Drivers["testcloud"] = &testDriverConfig{Region: c.in}
+		out, doc := render(t, cfg)
+		if got := path(t, doc, "drivers.testcloud.region").Value; got != c.want {
+			t.Errorf("%s renders as %s, want %s", c.in, got, c.want)
+		}
+		if c.secret != "" && strings.Contains(out, c.secret) {
+			t.Errorf("the output shows %s:\n%s", c.secret, out)
+		}
+	}
+}

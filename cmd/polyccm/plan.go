@@ -47,6 +47,12 @@ has an address would get a new load balancer or be refused: do not switch.`,
 				fmt.Fprintf(stderr, "polyccm plan: -o %q: want table or json\n", output)
 				return errReported
 			}
+			// 0 or less reads as "no timeout", which a plan that gates a
+			// switch must not have: refused, not quietly replaced.
+			if timeout <= 0 {
+				fmt.Fprintf(stderr, "polyccm plan: --timeout %s: want a duration above 0, e.g. 5m\n", timeout)
+				return errReported
+			}
 			return planCmd(cmd.Context(), *configPath, output, timeout, stdout, stderr)
 		},
 	}

@@ -14,11 +14,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 
+	"github.com/polyccm/polyccm/core/redact"
 	"github.com/polyccm/polyccm/core/suggest"
 )
 
@@ -448,23 +449,17 @@ func Quote(s string) string {
 	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(string(r[:quoteRunes])), len(s))
 }
 
-// maxMessage bounds an event message built from problems; the API server
-// refuses longer notes, and nobody reads them.
-const maxMessage = 1024
-
-// Clip cuts an event message to maxMessage bytes (on a rune boundary),
-// saying so: the last defence when a driver's message quotes a long value
-// whole.
+// Clip makes msg fit for an event (core/redact.Event: credentials masked,
+// the clouds' request IDs left out, at most redact.MaxEvent bytes) and,
+// when that changed it, logs it whole, as the event's tail promises. The
+// recorder polyccm hands drivers does the same to every message; Clip is
+// for messages recorded before they reach it, or through another.
 func Clip(msg string) string {
-	if len(msg) <= maxMessage {
-		return msg
+	out := redact.Event(msg)
+	if out != msg {
+		klog.InfoS("Event message shortened; the whole message", "message", msg)
 	}
-	const tail = "… (cut)"
-	cut := maxMessage - len(tail)
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return msg[:cut] + tail
+	return out
 }
 
 // MarkdownTable renders the set as the table the docs carry (a test keeps

@@ -15,6 +15,9 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
+	"k8s.io/klog/v2"
+
+	"github.com/polyccm/polyccm/core/redact"
 )
 
 // ReasonPending is the Normal event reason of a load balancer the cloud
@@ -63,7 +66,9 @@ func NewProgress() *Progress { return &Progress{pending: map[types.UID]wait{}} }
 
 // Track wraps lb: waits of EnsureLoadBalancer are noted for the event
 // client, and a wait in UpdateLoadBalancer is no failure at all, since the
-// EnsureLoadBalancer that is coming back takes in the nodes then.
+// EnsureLoadBalancer that is coming back takes in the nodes then. Every
+// error lb returns reaches the controller fit for an event (see
+// forController).
 func (p *Progress) Track(lb cloudprovider.LoadBalancer) cloudprovider.LoadBalancer {
 	return &tracked{LoadBalancer: lb, p: p}
 }
@@ -73,16 +78,21 @@ type tracked struct {
 	p *Progress
 }
 
+func (t *tracked) GetLoadBalancer(ctx context.Context, cluster string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	st, exists, err := t.LoadBalancer.GetLoadBalancer(ctx, cluster, svc)
+	return st, exists, forController(svc, "GetLoadBalancer", err)
+}
+
 func (t *tracked) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	st, err := t.LoadBalancer.EnsureLoadBalancer(ctx, cluster, svc, nodes)
 	t.p.note(svc.UID, err, ReasonPending)
-	return st, err
+	return st, forController(svc, "EnsureLoadBalancer", err)
 }
 
 func (t *tracked) EnsureLoadBalancerDeleted(ctx context.Context, cluster string, svc *v1.Service) error {
 	err := t.LoadBalancer.EnsureLoadBalancerDeleted(ctx, cluster, svc)
 	t.p.note(svc.UID, err, ReasonPendingDelete)
-	return err
+	return forController(svc, "EnsureLoadBalancerDeleted", err)
 }
 
 func (t *tracked) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) error {
@@ -90,22 +100,62 @@ func (t *tracked) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v
 	if pe := (*PendingError)(nil); errors.As(err, &pe) {
 		return nil
 	}
-	return err
+	return forController(svc, "UpdateLoadBalancer", err)
+}
+
+// forController is err as the upstream service controller gets it. The
+// controller puts an error's whole text into a Warning event on every
+// retry: a driver's error can quote a 100 KB annotation value, and a
+// cloud's carries the request's ID, new on every retry, so that the events
+// never fold into one with a count. Its text is made fit for an event
+// (redact.EventError: at most about 1 KiB, no request IDs); what it is
+// stays (errors.As still finds an api.RetryError), and polyccm logs it
+// whole whenever the event's text leaves something out.
+func forController(svc *v1.Service, call string, err error) error {
+	shown := redact.EventError(err)
+	if shown == err {
+		return err
+	}
+	if pe := (*PendingError)(nil); errors.As(err, &pe) {
+		klog.InfoS("Waiting for the cloud; the event shows this shortened", "service", klog.KObj(svc), "call", call, "wait", err.Error())
+	} else {
+		klog.ErrorS(err, "Load balancer call failed; the event shows this shortened", "service", klog.KObj(svc), "call", call)
+	}
+	return shown
 }
 
 func (p *Progress) note(uid types.UID, err error, reason string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if pe := (*PendingError)(nil); errors.As(err, &pe) {
-		p.pending[uid] = wait{msg: pe.Error(), reason: reason}
+		// As forController words it, so that the event carrying it matches.
+		p.pending[uid] = wait{msg: redact.EventError(pe).Error(), reason: reason}
 		return
 	}
 	delete(p.pending, uid)
 }
 
 // rewrite turns the controller's failure event for a Service that is only
-// waiting into a Normal event with the wait's message.
+// waiting into a Normal event with the wait's message, and makes every
+// message fit for an event (redact.Event): the controller's errors already
+// are, but it adds words of its own, such as up to 20 Node names.
 func (p *Progress) rewrite(ev *v1.Event) *v1.Event {
+	out := p.waiting(ev)
+	if out == nil {
+		return out
+	}
+	if msg := redact.Event(out.Message); msg != out.Message {
+		if out == ev {
+			out = ev.DeepCopy()
+		}
+		out.Message = msg
+	}
+	return out
+}
+
+// waiting is rewrite's first step: a Normal event for a Service that is
+// only waiting, else ev.
+func (p *Progress) waiting(ev *v1.Event) *v1.Event {
 	if ev == nil || ev.Type != v1.EventTypeWarning || ev.Reason != upstreamFailure || ev.InvolvedObject.Kind != "Service" {
 		return ev
 	}
@@ -159,7 +209,7 @@ func (e progressEvents) UpdateWithEventNamespace(ev *v1.Event) (*v1.Event, error
 
 // PatchWithEventNamespace counts a repeat of an event. The recorder's
 // patch carries the message again, which for a rewritten event must stay
-// the wait's message.
+// the rewritten message.
 func (e progressEvents) PatchWithEventNamespace(ev *v1.Event, data []byte) (*v1.Event, error) {
 	if out := e.p.rewrite(ev); out != ev {
 		var patch map[string]any

@@ -58,7 +58,9 @@ func assemble(d driver.Driver, dc driver.Cloud, o instances.Options, services co
 		c.tasks = tc.Tasks()
 	}
 	if rc, ok := dc.(driver.RouteCloud); ok {
-		c.routes = rc.Routes()
+		if r := rc.Routes(); r != nil {
+			c.routes = safeRoutes{r}
+		}
 	}
 	if d.Has(driver.LoadBalancers) != (c.lb != nil) {
 		return nil, fmt.Errorf("driver %s: declared load balancer support (%v) does not match its cloud", d.Name, d.Has(driver.LoadBalancers))

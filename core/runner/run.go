@@ -76,6 +76,9 @@ func Run(ctx context.Context, s Settings) error {
 	// The same factory, caching objects without what no controller reads.
 	c.SharedInformers = trimmedInformers(c.VersionedClient, c.ComponentConfig.Generic.MinResyncPeriod.Duration)
 	completed := c.Complete()
+	// Every event polyccm's own code records (the driver's, polyccm's
+	// controllers') is made fit for the API and for folding repeats.
+	completed.EventRecorder = safeEvents(completed.EventRecorder)
 
 	ao := s.CloudAPI
 	ao.Driver, ao.Classify, ao.AuthHint = d.Name, d.Classify, d.CredentialsHint

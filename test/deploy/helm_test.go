@@ -667,13 +667,10 @@ func normalizeRule(r rbacv1.PolicyRule) string {
 		s(r.APIGroups), s(r.Resources), s(r.ResourceNames), s(r.NonResourceURLs), s(r.Verbs))
 }
 
-func collectRBAC(t *testing.T, objs []object, skip func(object) bool) rbacRules {
+func collectRBAC(t *testing.T, objs []object) rbacRules {
 	t.Helper()
 	out := rbacRules{roles: map[string][]string{}, bindings: map[string]string{}, subjects: map[string][]rbacv1.Subject{}}
 	for _, o := range objs {
-		if skip != nil && skip(o) {
-			continue
-		}
 		var rules []rbacv1.PolicyRule
 		switch o.Kind {
 		case "ClusterRole":
@@ -758,9 +755,8 @@ const (
 )
 
 // The chart's RBAC is packaging/kubernetes/rbac.yaml's, rule by rule (plus
-// the optional controllers' files when the values turn them on), bound to
-// the chart's ServiceAccount only. The GCE cluster-ID Role, which only the
-// GCE driver uses, is rendered for driver gce only.
+// the optional controllers' files when the values turn them on, and
+// rbac-gce.yaml for driver gce), bound to the chart's ServiceAccount only.
 func TestHelmRBACMatchesManifests(t *testing.T) {
 	sa := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: chartRelease, Namespace: chartNamespace}
 	for _, c := range []struct {
@@ -777,7 +773,7 @@ func TestHelmRBACMatchesManifests(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := renderChart(t, chartRelease, chartNamespace, c.flags...)
-			chart := collectRBAC(t, r.objects, nil)
+			chart := collectRBAC(t, r.objects)
 
 			files := []string{rbacPath}
 			if c.csr {
@@ -786,13 +782,14 @@ func TestHelmRBACMatchesManifests(t *testing.T) {
 			if c.volumes {
 				files = append(files, volumeRBACPath)
 			}
+			if c.driver == "gce" {
+				files = append(files, gceRBACPath)
+			}
 			var objs []object
 			for _, f := range files {
 				objs = append(objs, splitObjects(t, repoFile(t, f))...)
 			}
-			manifests := collectRBAC(t, objs, func(o object) bool {
-				return c.driver != "gce" && strings.HasSuffix(o.Name, ":gce-cluster-id")
-			})
+			manifests := collectRBAC(t, objs)
 			if len(manifests.roles) == 0 || len(chart.roles) == 0 {
 				t.Fatalf("no roles: %d in the chart, %d in %v", len(chart.roles), len(manifests.roles), files)
 			}
@@ -819,9 +816,7 @@ func TestHelmRBACMatchesManifests(t *testing.T) {
 	t.Run("detects drift", func(t *testing.T) {
 		r := renderChart(t, chartRelease, chartNamespace)
 		base := func() (rbacRules, rbacRules) {
-			return collectRBAC(t, r.objects, nil), collectRBAC(t, splitObjects(t, repoFile(t, rbacPath)), func(o object) bool {
-				return strings.HasSuffix(o.Name, ":gce-cluster-id")
-			})
+			return collectRBAC(t, r.objects), collectRBAC(t, splitObjects(t, repoFile(t, rbacPath)))
 		}
 		extra := normalizeRule(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}})
 		chart, manifests := base()

@@ -37,13 +37,14 @@ const (
 )
 
 // The optional controllers' opt-in roles, each granting what its
-// controller alone needs.
+// controller alone needs, and the GCE driver's, for driver gce only.
 const (
 	csrRBACPath    = "packaging/kubernetes/rbac-kubelet-serving-csr.yaml"
 	volumeRBACPath = "packaging/kubernetes/rbac-volume-labels.yaml"
+	gceRBACPath    = "packaging/kubernetes/rbac-gce.yaml"
 )
 
-var manifests = []string{rbacPath, staticPodPath, daemonSetPath, csrRBACPath, volumeRBACPath}
+var manifests = []string{rbacPath, staticPodPath, daemonSetPath, csrRBACPath, volumeRBACPath, gceRBACPath}
 
 // Each manifest passes the API server's validation and admission with
 // server-side apply, dry-run: the static pod as a Pod in kube-system.
@@ -681,6 +682,55 @@ func TestOptionalControllersRBACIsOptIn(t *testing.T) {
 			if !hasSubject(b.Subjects, s) {
 				t.Errorf("%s does not bind %s %s", path, s.Kind, s.Name)
 			}
+		}
+	}
+}
+
+// What only the GCE driver needs, the ConfigMap kube-system/ingress-uid
+// (created when absent), is in rbac-gce.yaml, as the chart grants it for
+// driver gce only: rbac.yaml alone lets polyccm neither create nor read a
+// ConfigMap beyond what every driver needs.
+func TestGCERBACIsOptIn(t *testing.T) {
+	base := loadRBAC(t)
+	for _, ro := range base.roles {
+		for _, rule := range ro.Rules {
+			if slices.Contains(rule.Resources, "configmaps") {
+				t.Errorf("%s: Role %s/%s grants %v on configmaps %v, which only the GCE driver needs", rbacPath, ro.Namespace, ro.Name, rule.Verbs, rule.ResourceNames)
+			}
+		}
+	}
+	for _, cr := range base.clusterRoles {
+		for _, rule := range cr.Rules {
+			if slices.Contains(rule.Resources, "configmaps") {
+				t.Errorf("%s: ClusterRole %s grants %v on configmaps", rbacPath, cr.Name, rule.Verbs)
+			}
+		}
+	}
+
+	r := loadRBACFile(t, gceRBACPath)
+	if len(r.roles) != 1 || len(r.roleBindings) != 1 || len(r.clusterRoles)+len(r.clusterRoleBindings)+len(r.serviceAccounts) != 0 {
+		t.Fatalf("%s: want one Role and its binding, got %+v", gceRBACPath, r)
+	}
+	ro, b := r.roles[0], r.roleBindings[0]
+	var got []string
+	for _, rule := range ro.Rules {
+		if !slices.Equal(rule.Resources, []string{"configmaps"}) || slices.Contains(rule.Verbs, "*") {
+			t.Errorf("%s: %+v", gceRBACPath, rule)
+		}
+		for _, v := range rule.Verbs {
+			got = append(got, v+" "+strings.Join(rule.ResourceNames, ","))
+		}
+	}
+	slices.Sort(got)
+	if want := []string{"create ", "get ingress-uid"}; ro.Namespace != "kube-system" || !slices.Equal(got, want) {
+		t.Errorf("%s grants %q in %s, want %q in kube-system", gceRBACPath, got, ro.Namespace, want)
+	}
+	if b.Namespace != ro.Namespace || b.RoleRef.Kind != "Role" || b.RoleRef.Name != ro.Name {
+		t.Errorf("%s binds %s %s in %s, not its own role", gceRBACPath, b.RoleRef.Kind, b.RoleRef.Name, b.Namespace)
+	}
+	for _, s := range []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: harness.PolyccmUser}, {Kind: rbacv1.ServiceAccountKind, Name: "polyccm", Namespace: "kube-system"}} {
+		if !hasSubject(b.Subjects, s) {
+			t.Errorf("%s does not bind %s %s", gceRBACPath, s.Kind, s.Name)
 		}
 	}
 }

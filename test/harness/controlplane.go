@@ -21,7 +21,7 @@ const PolyccmUser = "system:polyccm"
 type ControlPlane struct {
 	*cluster.Cluster
 	// PolyccmKubeconfig authenticates as PolyccmUser, who has only what
-	// rbac.yaml grants.
+	// rbac.yaml (and rbac-gce.yaml) grant.
 	PolyccmKubeconfig string
 }
 
@@ -41,13 +41,18 @@ func StartControlPlane(ctx context.Context, o cluster.Options) (*ControlPlane, e
 }
 
 func (cp *ControlPlane) setUp(ctx context.Context) error {
-	rbac, err := os.ReadFile(filepath.Join(RepoRoot(), "packaging", "kubernetes", "rbac.yaml"))
-	if err != nil {
-		return err
+	// rbac-gce.yaml too, as an operator on GCE applies it: one control
+	// plane serves every driver's tests, and the others never use it.
+	for _, f := range []string{"rbac.yaml", "rbac-gce.yaml"} {
+		rbac, err := os.ReadFile(filepath.Join(RepoRoot(), "packaging", "kubernetes", f))
+		if err != nil {
+			return err
+		}
+		if err := cp.Apply(ctx, rbac, false); err != nil {
+			return fmt.Errorf("applying packaging/kubernetes/%s: %w", f, err)
+		}
 	}
-	if err := cp.Apply(ctx, rbac, false); err != nil {
-		return fmt.Errorf("applying packaging/kubernetes/rbac.yaml: %w", err)
-	}
+	var err error
 	cp.PolyccmKubeconfig, err = cp.KubeconfigFor(PolyccmUser)
 	return err
 }
