@@ -552,6 +552,12 @@ func TestLoadInlineSecretFromEnvWarns(t *testing.T) {
 // A URL's credentials never show: config show redacts them, and a URL that
 // carries them is refused, since SDKs print request URLs whole in errors.
 func TestURLCredentialsAreNotShown(t *testing.T) {
+	if got := RedactURL("https://api.example/v2?token=s3cr3tvalue"); strings.Contains(got, "s3cr3tvalue") {
+		t.Errorf("RedactURL = %q: a token in the query shows", got)
+	}
+	if err := CheckURL("drivers.x.url", "ftp://api.example/?access_token=s3cr3tvalue", ""); err == nil || strings.Contains(err.Error(), "s3cr3tvalue") {
+		t.Errorf("CheckURL = %v: want a problem that does not show the query's token", err)
+	}
 	if got := RedactURL("https://ops:hunter2@proxy.example/v2"); got != "https://REDACTED@proxy.example/v2" {
 		t.Errorf("RedactURL = %q", got)
 	}

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/polyccm/polyccm/core/redact"
 	"net/url"
 	"sort"
 	"strings"
@@ -158,6 +159,11 @@ func RedactURL(s string) string { return redactUserinfo(s, false) }
 // with bare, from the start (a URL missing its scheme): a hidden host costs
 // less than a shown password.
 func redactUserinfo(s string, bare bool) string {
+	// A token in the query (?token=…) goes as the logs hide it.
+	return redact.String(hideUserinfo(s, bare))
+}
+
+func hideUserinfo(s string, bare bool) string {
 	if !strings.Contains(s, "@") {
 		return s
 	}

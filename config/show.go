@@ -10,7 +10,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/polyccm/polyccm/config/secret"
-	"github.com/polyccm/polyccm/core/redact"
 )
 
 // Render returns the effective config as YAML, in the same shape and key
@@ -88,7 +87,7 @@ func node(v reflect.Value) *yaml.Node {
 		// A URL's credentials are secrets outside the secret mechanism:
 		// its userinfo, and a token in its query (?token=…), which the
 		// log's rules (core/redact) mask as they mask it in log lines.
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: redact.String(RedactURL(v.String()))}
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: RedactURL(v.String())}
 	case reflect.Bool:
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(v.Bool())}
 	case reflect.Int, reflect.Int32, reflect.Int64:
