@@ -472,15 +472,17 @@ func nlbListeners(svc *v1.Service, a *annotations.Values, cluster string, hc hea
 	return out
 }
 
-// sourceRanges are the CIDRs the NLB's security group lets in:
-// spec.loadBalancerSourceRanges, else everyone.
+// sourceRanges are the CIDRs the load balancer lets in:
+// spec.loadBalancerSourceRanges, else the load-balancer-source-ranges
+// annotation (as the AWS CCM reads them), else everyone.
 func sourceRanges(svc *v1.Service, a *annotations.Values, dualstack bool) []string {
 	var out []string
-	for _, r := range svc.Spec.LoadBalancerSourceRanges {
+	key, ranges := loadbalancers.SourceRanges(svc)
+	for _, r := range ranges {
 		r = strings.TrimSpace(r)
 		_, n, err := net.ParseCIDR(r)
 		if err != nil {
-			a.Fail("spec.loadBalancerSourceRanges", "%q is not a CIDR", r)
+			a.Fail(key, "%q is not a CIDR", r)
 			continue
 		}
 		out = append(out, n.String())

@@ -147,7 +147,7 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	if err != nil {
 		return nil, err
 	}
-	if s.obs.noSG && len(svc.Spec.LoadBalancerSourceRanges) > 0 && l.c.cfg.DisableSecurityGroupIngress && l.c.deps.Recorder != nil {
+	if _, given := loadbalancers.SourceRanges(svc); s.obs.noSG && len(given) > 0 && l.c.cfg.DisableSecurityGroupIngress && l.c.deps.Recorder != nil {
 		// An NLB made without security groups (the AWS CCM's default) can
 		// never get one: its source ranges are enforced by the client
 		// rules in the nodes' security groups, as the AWS CCM writes

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -190,5 +191,40 @@ func TestSharedMTURuleGoesWithTheLastNLB(t *testing.T) {
 				t.Errorf("after every NLB is deleted the node group holds %v; want nothing", got)
 			}
 		})
+	}
+}
+
+// The load-balancer-source-ranges annotation restricts clients as the spec
+// field does, when the spec lists none, as the AWS CCM reads it
+// (servicehelpers.GetLoadBalancerSourceRanges): the NLB's group and the
+// node rules let in those ranges only, and a Classic ELB's group too.
+func TestSourceRangesAnnotation(t *testing.T) {
+	w := newWorld(t)
+	nodeSG := w.fake.AddSecurityGroup(fakeaws.SecurityGroup{Name: "nodes", Description: "cluster nodes", VPCID: w.vpc.ID,
+		Tags: map[string]string{awsccm.TagClusterPrefix + cluster: awsccm.TagOwned}})
+	in := w.fake.AddInstance(fakeaws.Instance{SubnetID: w.private[zoneA].ID, SecurityGroupIDs: []string{nodeSG.ID}})
+	e := w.env(w.config())
+	svc := service(map[string]string{v1.AnnotationLoadBalancerSourceRangesKey: "198.51.100.0/24, 203.0.113.0/24"})
+	e.ensure(svc, []*v1.Node{node(in, nil)})
+	lb := e.nlb()
+	got := ingressOf(t, w.fake, nodeSG.ID)
+	for _, want := range []string{
+		"tcp:30080-30080 198.51.100.0/24 kubernetes.io/rule/nlb/client=" + lb.Name,
+		"tcp:30080-30080 203.0.113.0/24 kubernetes.io/rule/nlb/client=" + lb.Name,
+	} {
+		if !slices.Contains(got, want) {
+			t.Errorf("node group rules %v lack %q", got, want)
+		}
+	}
+	if slices.ContainsFunc(got, func(r string) bool { return strings.Contains(r, "0.0.0.0/0") }) {
+		t.Errorf("node group rules %v let everyone in", got)
+	}
+	sg := w.securityGroup(lb)
+	for _, p := range sg.Ingress {
+		for _, r := range p.IPRanges {
+			if r.CIDR == "0.0.0.0/0" {
+				t.Errorf("the NLB's group lets everyone in: %+v", sg.Ingress)
+			}
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/polyccm/polyccm/core/annotations"
 	"github.com/polyccm/polyccm/core/cloudapi"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
 // IPv6 and dual-stack internal load balancers, as GKE makes them: the
@@ -47,14 +48,18 @@ func families(svc *v1.Service, internal bool, a *annotations.Values) (v4, v6 boo
 	return v4, v6
 }
 
-// sourceRanges splits spec.loadBalancerSourceRanges by family; a family
-// served with no range given is open to all. A Service that restricts its
-// clients but lists none of a family it serves is refused: opening that
-// family to all would not be what it asked for.
+// sourceRanges splits the Service's client ranges by family; a family
+// served with no range given is open to all. The ranges are
+// spec.loadBalancerSourceRanges, else the comma-separated
+// service.beta.kubernetes.io/load-balancer-source-ranges annotation, as
+// cloud-provider-gcp reads them (servicehelpers.GetLoadBalancerSourceRanges).
+// A Service that restricts its clients but lists none of a family it
+// serves is refused: opening that family to all would not be what it
+// asked for.
 func sourceRanges(svc *v1.Service, s *lbSpec, a *annotations.Values) (v4, v6 []string) {
-	const key = "spec.loadBalancerSourceRanges"
+	key, ranges := loadbalancers.SourceRanges(svc)
 	given := 0
-	for _, r := range svc.Spec.LoadBalancerSourceRanges {
+	for _, r := range ranges {
 		r = strings.TrimSpace(r)
 		p, err := netip.ParsePrefix(r)
 		if err != nil {
