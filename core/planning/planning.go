@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/polyccm/polyccm/core/assembly"
 	"time"
 
 	"k8s.io/client-go/informers"
@@ -88,24 +89,22 @@ func Run(ctx context.Context, s Settings) (*Report, error) {
 	factory := informers.NewSharedInformerFactory(kube, 0)
 	events := newRecorder()
 	ao := s.CloudAPI
-	ao.Driver, ao.Classify, ao.AuthHint = s.Driver.Name, s.Driver.Classify, s.Driver.CredentialsHint
 	// One retry at most: a plan reports a failure rather than wait it out.
 	ao.MaxAttempts = 2
-	api := cloudapi.New(ao)
 	cloudGuard := readonly.NewCloud()
-	dc, err := s.Driver.New(s.DriverConfig, driver.Deps{
-		ClusterName:                s.ClusterName,
-		ClusterNameDefault:         s.ClusterNameDefault,
-		API:                        api,
-		ClientBuilder:              clientBuilder{kube: kube},
-		Informers:                  factory,
-		Recorder:                   events,
-		Transport:                  cloudGuard.Wrap,
+	// The driver as `run` builds it, below the read-only guard.
+	cloud, err := assembly.New(assembly.Options{
+		Driver: s.Driver, Config: s.DriverConfig,
+		ClusterName: s.ClusterName, ClusterNameDefault: s.ClusterNameDefault,
+		CloudAPI: ao, Instances: s.Instances,
+		ClientBuilder: clientBuilder{kube: kube}, Informers: factory, Recorder: events,
 		AdoptUnmarkedLoadBalancers: s.AdoptUnmarkedLoadBalancers,
+		Transport:                  cloudGuard.Wrap,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("building the %s driver: %w", s.Driver.Name, err)
+		return nil, err
 	}
+	dc, inst := cloud.Driver(), cloud.Lookups()
 	nodeInformer := factory.Core().V1().Nodes()
 	svcInformer := factory.Core().V1().Services()
 	nodeInformer.Informer()
@@ -121,14 +120,6 @@ func Run(ctx context.Context, s Settings) (*Report, error) {
 			return nil, &UnreachableError{What: "cluster", Err: fmt.Errorf("listing %v did not finish", typ)}
 		}
 	}
-	src := dc.Instances()
-	if src == nil {
-		return nil, fmt.Errorf("driver %s returned no instance source", s.Driver.Name)
-	}
-	io := s.Instances
-	io.Driver = s.Driver.Name
-	inst := instances.New(src, io)
-
 	r := &Report{Driver: s.Driver.Name, Cluster: s.ClusterName}
 	nodes, err := nodeInformer.Lister().List(everything())
 	if err != nil {
@@ -153,14 +144,13 @@ func Run(ctx context.Context, s Settings) (*Report, error) {
 		r.Notes = append(r.Notes, "controllers.nodes and controllers.nodeLifecycle are off: polyccm would not touch Nodes")
 	}
 
-	lbc, _ := dc.(driver.LoadBalancerCloud)
+	lb, hasLB := cloud.LoadBalancer()
 	switch {
 	case !s.Services:
 		r.Notes = append(r.Notes, "controllers.services is off: polyccm would not touch load balancers")
-	case lbc == nil || lbc.LoadBalancer() == nil:
+	case !hasLB:
 		r.Notes = append(r.Notes, "driver "+s.Driver.Name+" has no load balancers")
 	default:
-		lb := loadbalancers.Rules(lbc.LoadBalancer(), loadbalancers.RuleOptions{Services: svcInformer.Lister(), Instances: inst})
 		svcs, err := svcInformer.Lister().List(everything())
 		if err != nil {
 			return nil, err
@@ -173,9 +163,9 @@ func Run(ctx context.Context, s Settings) (*Report, error) {
 			}
 		}
 		// The driver's own loops run beside the service controller.
-		if tc, ok := dc.(driver.TaskCloud); ok {
+		if tasks := cloud.Tasks(); len(tasks) > 0 {
 			var notes []string
-			r.Tasks, notes = planTasks(ctx, tc.Tasks(), events)
+			r.Tasks, notes = planTasks(ctx, tasks, events)
 			r.Notes = append(r.Notes, notes...)
 		}
 	}

@@ -1,13 +1,11 @@
 package runner
 
 import (
-	"context"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
-	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
 	"github.com/polyccm/polyccm/core/redact"
@@ -47,20 +45,4 @@ func shown(obj runtime.Object, reason, msg string) string {
 		klog.InfoS("Event message shortened; the whole message", "object", ref, "reason", reason, "message", msg)
 	}
 	return out
-}
-
-// safeRoutes is the driver's routes as the upstream route controller gets
-// them: it records a failed CreateRoute as a FailedToCreateRoute event
-// quoting the error, so the error is made fit for one (redact.EventError)
-// and logged whole when that leaves something out. (The service
-// controller's errors get the same in core/loadbalancers.Progress.)
-type safeRoutes struct{ cloudprovider.Routes }
-
-func (r safeRoutes) CreateRoute(ctx context.Context, cluster, nameHint string, route *cloudprovider.Route) error {
-	err := r.Routes.CreateRoute(ctx, cluster, nameHint, route)
-	shown := redact.EventError(err)
-	if shown != err {
-		klog.ErrorS(err, "Creating a route failed; the event shows this shortened", "node", route.TargetNode, "cidr", route.DestinationCIDR)
-	}
-	return shown
 }

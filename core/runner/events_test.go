@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"github.com/polyccm/polyccm/core/assembly"
 	"strings"
 	"testing"
 
@@ -76,7 +77,7 @@ func (c routeCloud) Routes() cloudprovider.Routes { return failingRoutes{err: c.
 func TestSafeRoutes(t *testing.T) {
 	createRoute := func(err error) error {
 		t.Helper()
-		c, aerr := assemble(testDriver(driver.Routes), routeCloud{err: err}, instances.Options{Driver: "fake"}, nil)
+		c, aerr := assembly.Assemble(testDriver(driver.Routes), routeCloud{err: err}, instances.Options{Driver: "fake"}, nil)
 		if aerr != nil {
 			t.Fatal(aerr)
 		}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"github.com/polyccm/polyccm/core/assembly"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	cloudprovider "k8s.io/cloud-provider"
@@ -22,8 +23,8 @@ var nodeIPAMController = app.ControllerInitFuncConstructor{
 	InitContext: app.ControllerInitContext{ClientName: "node-ipam-controller"},
 	Constructor: func(ic app.ControllerInitContext, cc *cloudcontrollerconfig.CompletedConfig, cp cloudprovider.Interface) app.InitFunc {
 		return func(ctx context.Context, _ genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
-			c, ok := cp.(*cloud)
-			if !ok || c.podCIDRHint == "" {
+			c, ok := cp.(*assembly.Cloud)
+			if !ok || c.PodCIDRHint() == "" {
 				// Said once, at start; the controller does nothing else.
 				klog.InfoS("Controller idle: the driver's instances carry no pod ranges, so Nodes get no pod CIDRs from the cloud", "controller", nodeipam.ControllerName, "driver", cp.ProviderName())
 				return nil, false, nil
@@ -39,10 +40,10 @@ var nodeIPAMController = app.ControllerInitFuncConstructor{
 			n, err := nodeipam.New(nodeipam.Options{
 				Client:    kube,
 				Nodes:     cc.SharedInformers.Core().V1().Nodes(),
-				Instances: c.instances,
+				Instances: c.Lookups(),
 				Recorder:  cc.EventRecorder,
-				Cloud:     c.name,
-				Hint:      c.podCIDRHint,
+				Cloud:     c.ProviderName(),
+				Hint:      c.PodCIDRHint(),
 			})
 			if err != nil {
 				return nil, false, err

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"github.com/polyccm/polyccm/core/assembly"
 	"testing"
 
 	genericcontrollermanager "k8s.io/controller-manager/app"
@@ -20,11 +21,11 @@ func (podCIDRCloud) Instances() instances.Source { return podCIDRInstances{} }
 
 func TestAssembleFindsPodCIDRSources(t *testing.T) {
 	o := instances.Options{Driver: "fake"}
-	c, err := assemble(testDriver(), podCIDRCloud{}, o, nil)
-	if err != nil || c.podCIDRHint != "an alias IP range" {
+	c, err := assembly.Assemble(testDriver(), podCIDRCloud{}, o, nil)
+	if err != nil || c.PodCIDRHint() != "an alias IP range" {
 		t.Fatalf("assemble = %+v, %v; want the source's hint", c, err)
 	}
-	if c, err := assemble(testDriver(), plainCloud{}, o, nil); err != nil || c.podCIDRHint != "" {
+	if c, err := assembly.Assemble(testDriver(), plainCloud{}, o, nil); err != nil || c.PodCIDRHint() != "" {
 		t.Fatalf("assemble = %+v, %v; want no hint", c, err)
 	}
 }
@@ -33,7 +34,7 @@ func TestAssembleFindsPodCIDRSources(t *testing.T) {
 // idle: not started, no error, nothing touched (the nil config would
 // panic if used).
 func TestNodeIPAMIdleWithoutPodCIDRs(t *testing.T) {
-	c, err := assemble(testDriver(), plainCloud{}, instances.Options{Driver: "fake"}, nil)
+	c, err := assembly.Assemble(testDriver(), plainCloud{}, instances.Options{Driver: "fake"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

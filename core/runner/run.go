@@ -9,6 +9,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"github.com/polyccm/polyccm/core/assembly"
 	"maps"
 	"time"
 
@@ -80,30 +81,17 @@ func Run(ctx context.Context, s Settings) error {
 	// controllers') is made fit for the API and for folding repeats.
 	completed.EventRecorder = safeEvents(completed.EventRecorder)
 
-	ao := s.CloudAPI
-	ao.Driver, ao.Classify, ao.AuthHint = d.Name, d.Classify, d.CredentialsHint
-	ao.Upstream = d.UpstreamMetrics
-	api := cloudapi.New(ao)
-	dc, err := d.New(s.DriverConfig, driver.Deps{
-		ClusterName:        s.ClusterName,
-		ClusterNameDefault: s.ClusterNameDefault,
-		API:                api,
-		ClientBuilder:      completed.ClientBuilder,
-		Informers:          completed.SharedInformers,
-		Recorder:           completed.EventRecorder,
-
+	cloud, err := assembly.New(assembly.Options{
+		Driver: d, Config: s.DriverConfig,
+		ClusterName: s.ClusterName, ClusterNameDefault: s.ClusterNameDefault,
+		CloudAPI: s.CloudAPI, Instances: s.Instances,
+		ClientBuilder: completed.ClientBuilder, Informers: completed.SharedInformers, Recorder: completed.EventRecorder,
 		AdoptUnmarkedLoadBalancers: s.AdoptUnmarkedLoadBalancers,
-		Transport:                  api.Transport(), // nil unless the upstream metrics read HTTP requests
 	})
-	if err != nil {
-		return fmt.Errorf("building the %s driver: %w", d.Name, err)
-	}
-	inst := s.Instances
-	inst.Driver = d.Name
-	cloud, err := assemble(d, dc, inst, completed.SharedInformers.Core().V1().Services().Lister())
 	if err != nil {
 		return err
 	}
+	api := cloud.API()
 
 	// Serve health and metrics ourselves; app.Run would otherwise serve
 	// only /healthz and give no signal of when the port is up.

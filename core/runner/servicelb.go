@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"github.com/polyccm/polyccm/core/assembly"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	cloudprovider "k8s.io/cloud-provider"
@@ -23,13 +24,13 @@ var serviceLBController = app.ControllerInitFuncConstructor{
 	InitContext: app.ControllerInitContext{ClientName: "service-controller"},
 	Constructor: func(ic app.ControllerInitContext, cc *cloudcontrollerconfig.CompletedConfig, cp cloudprovider.Interface) app.InitFunc {
 		return func(ctx context.Context, cctx genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
-			c, ok := cp.(*cloud)
+			c, ok := cp.(*assembly.Cloud)
 			if !ok {
 				return nil, false, fmt.Errorf("service-lb-controller: unexpected cloud %T", cp)
 			}
 			sc, err := servicecontroller.New(
 				cp,
-				c.progress.Events(cc.ClientBuilder.ClientOrDie(ic.ClientName)),
+				c.Progress().Events(cc.ClientBuilder.ClientOrDie(ic.ClientName)),
 				cc.SharedInformers.Core().V1().Services(),
 				cc.SharedInformers.Core().V1().Nodes(),
 				cc.ComponentConfig.KubeCloudShared.ClusterName,
@@ -39,8 +40,8 @@ var serviceLBController = app.ControllerInitFuncConstructor{
 				return nil, false, fmt.Errorf("starting the service controller: %w", err)
 			}
 			go sc.Run(ctx, int(cc.ComponentConfig.ServiceController.ConcurrentServiceSyncs), cctx.ControllerManagerMetrics)
-			for _, t := range c.tasks {
-				klog.InfoS("Starting driver task", "task", t.Name, "driver", c.name)
+			for _, t := range c.Tasks() {
+				klog.InfoS("Starting driver task", "task", t.Name, "driver", c.ProviderName())
 				go t.Run(ctx)
 			}
 			return nil, true, nil

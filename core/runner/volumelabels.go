@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"github.com/polyccm/polyccm/core/assembly"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	cloudprovider "k8s.io/cloud-provider"
@@ -21,8 +22,8 @@ var volumeLabelsController = app.ControllerInitFuncConstructor{
 	InitContext: app.ControllerInitContext{ClientName: "volume-labels-controller"},
 	Constructor: func(ic app.ControllerInitContext, cc *cloudcontrollerconfig.CompletedConfig, cp cloudprovider.Interface) app.InitFunc {
 		return func(ctx context.Context, _ genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
-			c, ok := cp.(*cloud)
-			if !ok || c.volumes == nil {
+			c, ok := cp.(*assembly.Cloud)
+			if !ok || c.Volumes() == nil {
 				// Said once, at start; the controller does nothing else, so
 				// turning it on for such a driver is harmless.
 				klog.InfoS("Controller idle: the driver cannot look up disks, so PersistentVolumes are not labelled", "controller", volumelabels.ControllerName, "driver", cp.ProviderName())
@@ -36,7 +37,7 @@ var volumeLabelsController = app.ControllerInitFuncConstructor{
 			vl, err := volumelabels.New(volumelabels.Options{
 				Client:            kube,
 				PersistentVolumes: cc.SharedInformers.Core().V1().PersistentVolumes(),
-				Volumes:           c.volumes,
+				Volumes:           c.Volumes(),
 				Recorder:          cc.EventRecorder,
 			})
 			if err != nil {

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"github.com/polyccm/polyccm/core/assembly"
 	"strings"
 	"testing"
 
@@ -49,19 +50,19 @@ func testDriver(caps ...driver.Capability) driver.Driver {
 
 func TestAssembleChecksVolumeSupport(t *testing.T) {
 	o := instances.Options{Driver: "fake"}
-	c, err := assemble(testDriver(driver.Volumes), diskCloud{}, o, nil)
-	if err != nil || c.volumes == nil {
+	c, err := assembly.Assemble(testDriver(driver.Volumes), diskCloud{}, o, nil)
+	if err != nil || c.Volumes() == nil {
 		t.Fatalf("assemble = %+v, %v; want volumes", c, err)
 	}
-	if c, err := assemble(testDriver(), plainCloud{}, o, nil); err != nil || c.volumes != nil {
+	if c, err := assembly.Assemble(testDriver(), plainCloud{}, o, nil); err != nil || c.Volumes() != nil {
 		t.Fatalf("assemble = %+v, %v; want no volumes", c, err)
 	}
 	for _, tc := range []struct {
 		d  driver.Driver
 		dc driver.Cloud
 	}{{testDriver(driver.Volumes), plainCloud{}}, {testDriver(), diskCloud{}}} {
-		if _, err := assemble(tc.d, tc.dc, o, nil); err == nil || !strings.Contains(err.Error(), "volume support") {
-			t.Errorf("assemble(%v, %T) = %v, want a mismatch error", tc.d.Capabilities, tc.dc, err)
+		if _, err := assembly.Assemble(tc.d, tc.dc, o, nil); err == nil || !strings.Contains(err.Error(), "volume support") {
+			t.Errorf("assembly.Assemble(%v, %T) = %v, want a mismatch error", tc.d.Capabilities, tc.dc, err)
 		}
 	}
 }
@@ -69,7 +70,7 @@ func TestAssembleChecksVolumeSupport(t *testing.T) {
 // A driver that cannot look up disks leaves the controller idle: not
 // started, no error, nothing touched (the nil config would panic if used).
 func TestVolumeLabelsIdleWithoutVolumes(t *testing.T) {
-	c, err := assemble(testDriver(), plainCloud{}, instances.Options{Driver: "fake"}, nil)
+	c, err := assembly.Assemble(testDriver(), plainCloud{}, instances.Options{Driver: "fake"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

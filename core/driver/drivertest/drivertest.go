@@ -32,10 +32,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/polyccm/polyccm/core/assembly"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/driver"
 	"github.com/polyccm/polyccm/core/instances"
-	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
 // Fault is a failure the fake injects into the calls the driver makes to
@@ -97,10 +97,18 @@ func (b clients) ConfigOrDie(string) *restclient.Config       { return &restclie
 func (b clients) Client(string) (kubernetes.Interface, error) { return b.kube, nil }
 func (b clients) ClientOrDie(string) kubernetes.Interface     { return b.kube }
 
-// Cloud builds the driver through the registry against the fake, with a
-// cloud client that retries quickly, as a fresh polyccm process would.
-// kube is the cluster it sees (nil: an empty one).
-func Cloud(t *testing.T, f Fake, kube kubernetes.Interface) driver.Cloud {
+// Cloud builds the driver through the registry against the fake, as
+// `polyccm run` builds it (core/assembly: core's lookups, the load
+// balancer rules and progress, routes and volumes around the driver's
+// cloud), with a cloud client that retries quickly, as a fresh polyccm
+// process would. kube is the cluster it sees (nil: an empty one).
+func Cloud(t *testing.T, f Fake, kube kubernetes.Interface) *assembly.Cloud {
+	c, _ := build(t, f, kube)
+	return c
+}
+
+// build is Cloud, with the informers the driver and core's rules read.
+func build(t *testing.T, f Fake, kube kubernetes.Interface) (*assembly.Cloud, informers.SharedInformerFactory) {
 	t.Helper()
 	if kube == nil {
 		kube = k8sfake.NewClientset()
@@ -109,30 +117,48 @@ func Cloud(t *testing.T, f Fake, kube kubernetes.Interface) driver.Cloud {
 	if !ok {
 		t.Fatalf("driver %q is not registered (build tag missing?)", f.Driver())
 	}
-	api := cloudapi.New(cloudapi.Options{
-		Driver: d.Name, Classify: d.Classify, AuthHint: d.CredentialsHint,
-		// Backoffs as in production but shorter: the fakes throttle at
-		// the clouds' rates, and a client that hammers them fails.
-		QPS: 1000, Burst: 1000, Timeout: time.Second,
-		BaseBackoff: 50 * time.Millisecond, MaxBackoff: time.Second, MaxAttempts: 4,
-	})
 	inf := informers.NewSharedInformerFactory(kube, 0)
-	cloud, err := d.New(f.Config(t), driver.Deps{
-		ClusterName:   f.ClusterName(),
-		API:           api,
+	cloud, err := assembly.New(assembly.Options{
+		Driver: d, Config: f.Config(t), ClusterName: f.ClusterName(),
+		CloudAPI: cloudapi.Options{
+			// Backoffs as in production but shorter: the fakes throttle at
+			// the clouds' rates, and a client that hammers them fails.
+			QPS: 1000, Burst: 1000, Timeout: time.Second,
+			BaseBackoff: 50 * time.Millisecond, MaxBackoff: time.Second, MaxAttempts: 4,
+		},
+		Instances:     instances.Options{BatchWindow: time.Millisecond, Timeout: 20 * time.Second},
 		ClientBuilder: clients{kube: kube},
 		Informers:     inf,
 		Recorder:      record.NewFakeRecorder(1000),
 	})
 	if err != nil {
-		t.Fatalf("%s: New: %v", f.Driver(), err)
+		t.Fatalf("%s: %v", f.Driver(), err)
 	}
-	// The informers the driver asked for, started as the runner does.
+	// The informers the driver and core asked for, started as the runner
+	// does.
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
 	inf.Start(stop)
 	inf.WaitForCacheSync(stop)
-	return cloud
+	return cloud, inf
+}
+
+// listed waits until the informer holds svc as it is now: the rules hand
+// the driver the informer's copy.
+func listed(t *testing.T, inf informers.SharedInformerFactory, svc *v1.Service) {
+	t.Helper()
+	lister := inf.Core().V1().Services().Lister()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := lister.Services(svc.Namespace).Get(svc.Name)
+		if err == nil && got.ResourceVersion == svc.ResourceVersion {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the informer does not show Service %s/%s at resourceVersion %s", svc.Namespace, svc.Name, svc.ResourceVersion)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // Run runs the whole contract: instances always; load balancers, routes
@@ -142,17 +168,17 @@ func Cloud(t *testing.T, f Fake, kube kubernetes.Interface) driver.Cloud {
 func Run(t *testing.T, f Fake) {
 	t.Run("Instances", func(t *testing.T) { RunInstances(t, f) })
 	c := Cloud(t, f, nil)
-	if lbc, ok := c.(driver.LoadBalancerCloud); ok && lbc.LoadBalancer() != nil {
+	if _, ok := c.LoadBalancer(); ok {
 		lf, ok := f.(LoadBalancerFake)
 		if !ok {
 			t.Fatalf("driver %s has load balancers; its Fake must be a LoadBalancerFake", f.Driver())
 		}
 		t.Run("LoadBalancers", func(t *testing.T) { RunLoadBalancers(t, lf) })
 	}
-	if _, ok := c.(driver.RouteCloud); ok {
+	if _, ok := c.Routes(); ok {
 		t.Run("Routes", func(t *testing.T) { RunRoutes(t, f) })
 	}
-	if vc, ok := c.(driver.VolumeCloud); ok && vc.Volumes() != nil {
+	if c.Volumes() != nil {
 		vf, ok := f.(VolumeFake)
 		if !ok {
 			t.Fatalf("driver %s has volumes; its Fake must be a VolumeFake", f.Driver())
@@ -169,7 +195,7 @@ func ctx(t *testing.T) context.Context {
 
 // RunInstances checks the lookup contract of instances.Source.
 func RunInstances(t *testing.T, f Fake) {
-	src := Cloud(t, f, nil).Instances()
+	src := Cloud(t, f, nil).Driver().Instances()
 	a, b := f.AddInstance(t), f.AddInstance(t)
 	gone := f.AddInstance(t)
 	f.RemoveInstance(t, gone)
@@ -325,13 +351,15 @@ func settle(t *testing.T, what string, op func() error) {
 // RunLoadBalancers checks the load balancer lifecycle.
 func RunLoadBalancers(t *testing.T, f LoadBalancerFake) {
 	kube := k8sfake.NewClientset()
-	lbs := loadbalancers.Rules(Cloud(t, f, kube).(driver.LoadBalancerCloud).LoadBalancer(), loadbalancers.RuleOptions{})
+	assembled, inf := build(t, f, kube)
+	lbs, _ := assembled.LoadBalancer()
 	cluster := f.ClusterName()
 	n1, n2, n3 := f.AddInstance(t), f.AddInstance(t), f.AddInstance(t)
 	svc, err := kube.CoreV1().Services("default").Create(ctx(t), f.Service("contract", 80), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	listed(t, inf, svc)
 	before := f.Resources(t)
 	// refresh takes in what the driver wrote on the Service (annotations,
 	// its record), as the informer would hand it the next time.
@@ -357,9 +385,18 @@ func RunLoadBalancers(t *testing.T, f LoadBalancerFake) {
 			t.Fatalf("EnsureLoadBalancer returned %+v, want an ingress", st)
 		}
 		svc.Status.LoadBalancer = *st
-		if _, err := kube.CoreV1().Services(svc.Namespace).UpdateStatus(ctx(t), svc, metav1.UpdateOptions{}); err != nil {
+		updated, err := kube.CoreV1().Services(svc.Namespace).UpdateStatus(ctx(t), svc, metav1.UpdateOptions{})
+		if err != nil {
 			t.Fatal(err)
 		}
+		// As the service controller leaves it, ports included: the node
+		// sync reads the informer's copy.
+		updated.Spec.Ports = svc.Spec.Ports
+		if updated, err = kube.CoreV1().Services(svc.Namespace).Update(ctx(t), updated, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		svc = updated
+		listed(t, inf, svc)
 		return st
 	}
 	wantTargets := func(nodes ...*v1.Node) {
@@ -405,7 +442,7 @@ func RunLoadBalancers(t *testing.T, f LoadBalancerFake) {
 	wantTargets(n3)
 
 	t.Log("restart: a new process finds what the old one made")
-	restarted := loadbalancers.Rules(Cloud(t, f, kube).(driver.LoadBalancerCloud).LoadBalancer(), loadbalancers.RuleOptions{})
+	restarted, _ := Cloud(t, f, kube).LoadBalancer()
 	resources := f.Resources(t)
 	if again := ensure(restarted, n2, n3); !sameAddress(again, st) {
 		t.Errorf("ingress moved across a restart: %+v -> %+v", st.Ingress, again.Ingress)
@@ -431,7 +468,7 @@ func RunLoadBalancers(t *testing.T, f LoadBalancerFake) {
 func RunRoutes(t *testing.T, f Fake) {
 	n := f.AddInstance(t)
 	kube := k8sfake.NewClientset(n)
-	routes := Cloud(t, f, kube).(driver.RouteCloud).Routes()
+	routes, _ := Cloud(t, f, kube).Routes()
 	cluster := f.ClusterName()
 	r := &cloudprovider.Route{Name: "contract", TargetNode: types.NodeName(n.Name), DestinationCIDR: "10.244.7.0/24"}
 	// find lists the routes and returns ours as listed: the route

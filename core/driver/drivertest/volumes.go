@@ -29,7 +29,7 @@ type VolumeFake interface {
 // RunVolumes checks the lookup contract of volumes.Source: the same as
 // instances', for disks.
 func RunVolumes(t *testing.T, f VolumeFake) {
-	src := Cloud(t, f, nil).(driver.VolumeCloud).Volumes()
+	src := Cloud(t, f, nil).Driver().(driver.VolumeCloud).Volumes()
 	pvA, labelsA := f.AddVolume(t)
 	pvB, labelsB := f.AddVolume(t)
 	key := func(pv *v1.PersistentVolume) volumes.Key {
