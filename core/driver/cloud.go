@@ -108,7 +108,8 @@ type Task struct {
 	Run  func(ctx context.Context)
 	// Plan, if set, makes one pass of the loop for `polyccm plan`: ctx
 	// carries a dry run (loadbalancers.WithDryRun), so it reads what it
-	// needs, hands its changes to loadbalancers.Planned and returns
-	// ErrPlanned (nil if there are none) instead of making them.
+	// needs and applies its loadbalancers.Plan, which under a dry run
+	// records the changes and returns ErrPlanned (nil if there are none)
+	// instead of making them.
 	Plan func(ctx context.Context) error
 }

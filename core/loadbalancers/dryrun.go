@@ -39,14 +39,13 @@ func DryRunFrom(ctx context.Context) *DryRun {
 	return d
 }
 
-// Planned hands a sync's plan to the dry run ctx carries, if any. Under a
-// dry run it records the plan's changes and returns ErrPlanned when there
-// are some, so the driver stops before applying them; an empty plan lets
-// the sync go on (what follows it may only read, or would write to
-// Kubernetes, which the dry run's client records). Without one it returns
-// nil. Plan.Apply calls it; a driver that applies its plan itself calls
-// it before applying.
-func Planned(ctx context.Context, p *Plan) error {
+// planned hands a plan to the dry run ctx carries, if any. Under a dry
+// run it records the plan's changes and returns ErrPlanned when there are
+// some, so nothing is applied; an empty plan lets the sync go on (what
+// follows it may only read, or would write to Kubernetes, which the dry
+// run's client records). Without one it returns nil. Plan.Apply calls it:
+// every change is made through a Plan.
+func planned(ctx context.Context, p *Plan) error {
 	d := DryRunFrom(ctx)
 	if d == nil {
 		return nil

@@ -93,7 +93,7 @@ func (p *Plan) String() string {
 // stays: the next sync observes it and plans only what is left. Under a
 // dry run (WithDryRun) it applies nothing and returns ErrPlanned.
 func (p *Plan) Apply(ctx context.Context) error {
-	if err := Planned(ctx, p); err != nil {
+	if err := planned(ctx, p); err != nil {
 		return err // a dry run: nothing is applied
 	}
 	for _, c := range p.Changes {

@@ -27,10 +27,12 @@ func TestPlanTasks(t *testing.T) {
 		{Name: "changes", Plan: func(ctx context.Context) error {
 			sawDryRun = loadbalancers.DryRunFrom(ctx) != nil
 			events.Event(svc, v1.EventTypeWarning, "FirewallRuleLimitReached", "left out")
-			return loadbalancers.Planned(ctx, &loadbalancers.Plan{Changes: []loadbalancers.Change{{
+			p := loadbalancers.Plan{Changes: []loadbalancers.Change{{
 				Action: loadbalancers.Update, Kind: "firewall", Name: "fw (1)",
 				Fields: []loadbalancers.Field{{Name: "inbound_rules", From: "(none)", To: "inbound tcp 80 from anywhere"}},
-			}}})
+				Apply:  func(context.Context) error { return errors.New("applied under a dry run") },
+			}}}
+			return p.Apply(ctx)
 		}},
 		{Name: "steady", Plan: func(context.Context) error { return nil }},
 		{Name: "broken", Plan: func(context.Context) error { return errors.New("firewalls.list: unavailable") }},

@@ -219,11 +219,11 @@ func (k *firewallKeeper) sync(ctx context.Context) error {
 		return fmt.Errorf("firewall %s would need %d rules with no Service's among them (its inbound rules polyccm does not own, and the outbound rules); DigitalOcean allows %d: remove rules of your own from it",
 			k.name, n, maxFirewallRules)
 	}
-	// polyccm plan: the change is shown, not made.
-	if err := loadbalancers.Planned(ctx, &loadbalancers.Plan{Changes: []loadbalancers.Change{k.change(p)}}); err != nil {
-		return err
-	}
-	if err := k.apply(ctx, p, fit); err != nil {
+	// Under polyccm plan's dry run the change is shown, not made.
+	c := k.change(p)
+	c.Apply = func(ctx context.Context) error { return k.apply(ctx, p, fit) }
+	plan := loadbalancers.Plan{Changes: []loadbalancers.Change{c}}
+	if err := plan.Apply(ctx); err != nil {
 		return err
 	}
 	k.kept = keysOf(fit)
@@ -231,9 +231,8 @@ func (k *firewallKeeper) sync(ctx context.Context) error {
 }
 
 // plan is one sync of a keeper of its own under polyccm plan: with a dry
-// run in ctx it reads the firewall and the load balancers, records its
-// change with loadbalancers.Planned and stops (ErrPlanned) instead of
-// writing.
+// run in ctx it reads the firewall and the load balancers, and its plan's
+// Apply records the change and stops (ErrPlanned) instead of writing.
 func (k *firewallKeeper) plan(ctx context.Context) error {
 	inf := k.c.lbs.deps.Informers
 	if inf == nil {

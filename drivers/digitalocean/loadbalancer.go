@@ -39,10 +39,10 @@ type loadBalancers struct {
 	own     *loadbalancers.Ownership
 }
 
-var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
+var _ loadbalancers.Translator = (*loadBalancers)(nil)
 
-// LoadBalancer returns the load balancer implementation.
-func (c *Cloud) LoadBalancer() cloudprovider.LoadBalancer { return c.lbs }
+// LoadBalancer returns the load balancer, run by core's sync.
+func (c *Cloud) LoadBalancer() cloudprovider.LoadBalancer { return loadbalancers.Sync(c.lbs) }
 
 func (l *loadBalancers) client() (kubernetes.Interface, error) {
 	l.kubeMu.Lock()
@@ -60,14 +60,12 @@ func (l *loadBalancers) client() (kubernetes.Interface, error) {
 	return l.kube, nil
 }
 
-// GetLoadBalancerName is the LB's name in DigitalOcean.
-func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service) string {
-	return lbName(svc)
-}
+// Name is the LB's name in DigitalOcean.
+func (l *loadBalancers) Name(svc *v1.Service) string { return lbName(svc) }
 
-// GetLoadBalancer reports the LB; exists is false only when it is
-// definitively not there.
-func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+// Status reports the LB; exists is false only when it is definitively not
+// there.
+func (l *loadBalancers) Status(ctx context.Context, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 	lb, res, err := l.find(ctx, svc)
 	if err != nil || lb == nil {
 		return nil, false, err
@@ -79,25 +77,17 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.S
 	return status(svc, lb), true, nil
 }
 
-// EnsureLoadBalancer creates or updates the Service's LB. It never blocks
-// waiting for a new LB to become active: it returns a RetryError and the
-// service controller comes back.
-func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	return l.ensure(ctx, svc, nodes, false)
-}
-
-// UpdateLoadBalancer follows node changes: it changes the droplets only.
-// core/loadbalancers.Rules runs it without creates: it never makes a load
+// Plan plans one sync of the Service's LB: created or updated as a whole
+// (the API takes the whole request either way). It never blocks waiting
+// for a new LB to become active: its status is a wait (RetryError) and
+// the service controller comes back. A node sync changes the droplets
+// only; core's rules run it without creates: it never makes a load
 // balancer.
-func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
-	_, err := l.ensure(ctx, svc, nodes, true)
-	return err
-}
-
-func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node, update bool) (*v1.LoadBalancerStatus, error) {
+func (l *loadBalancers) Plan(ctx context.Context, svc *v1.Service, nodes []*v1.Node, sync loadbalancers.SyncKind, _ any) (*loadbalancers.SyncPlan, error) {
+	update := sync == loadbalancers.NodeSync
 	a := LBAnnotations.Parse(svc)
 	if a.Bool(AnnDisown, false) {
-		return l.disowned(ctx, svc)
+		return &loadbalancers.SyncPlan{Status: func(ctx context.Context) (*v1.LoadBalancerStatus, error) { return l.disowned(ctx, svc) }}, nil
 	}
 	region, err := l.region(nodes)
 	if err != nil {
@@ -181,59 +171,67 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 	}
 	var plan loadbalancers.Plan
 	if lb == nil {
-		plan.Add(loadbalancers.Change{Action: loadbalancers.Create, Kind: "load balancer", Name: req.Name})
+		plan.Add(loadbalancers.Change{Action: loadbalancers.Create, Kind: "load balancer", Name: req.Name, Apply: func(ctx context.Context) error {
+			// The name is recorded first, so that if the create's outcome
+			// is unknown the next pass knows the load balancer by that
+			// name as this Service's own. A name derived from the UID says
+			// so itself.
+			if loadbalancers.UIDMark(req.Name) == "" {
+				if err := l.own.Record(ctx, svc, loadbalancers.Resource{Kind: "load balancer", Name: req.Name}); err != nil {
+					return err
+				}
+			}
+			made, err := l.create(ctx, svc, req)
+			if err != nil {
+				return err
+			}
+			if _, err := l.own.Check(ctx, svc, resource(made, "")); err != nil {
+				return err
+			}
+			lb = made
+			return nil
+		}})
 	} else if lb.Status != "new" && lb.Status != "errored" {
-		plan.Add(loadbalancers.Change{Action: loadbalancers.Update, Kind: "load balancer", Name: lb.ID, Fields: diffLB(lb, req)})
+		plan.Add(loadbalancers.Change{Action: loadbalancers.Update, Kind: "load balancer", Name: lb.ID, Fields: diffLB(lb, req), Apply: func(ctx context.Context) error {
+			if err := immutableChanged(lb, req); err != nil {
+				return err
+			}
+			updated, err := l.update(ctx, lb.ID, req)
+			if err != nil {
+				return err
+			}
+			lb = updated
+			return nil
+		}})
 	}
-	plan.Log(svc)
-	if err := loadbalancers.Planned(ctx, &plan); err != nil {
-		return nil, err // polyccm plan: stop before applying
+	name := req.Name
+	if lb != nil {
+		name = lb.ID
 	}
-	// Apply.
-	if lb == nil {
-		// The name is recorded first, so that if the create's outcome is
-		// unknown the next pass knows the load balancer by that name as
-		// this Service's own. A name derived from the UID says so itself.
-		if loadbalancers.UIDMark(req.Name) == "" {
-			if err := l.own.Record(ctx, svc, loadbalancers.Resource{Kind: "load balancer", Name: req.Name}); err != nil {
+	return &loadbalancers.SyncPlan{LoadBalancer: name, Plan: plan, Status: func(ctx context.Context) (*v1.LoadBalancerStatus, error) {
+		if err := l.record(ctx, svc, lb); err != nil {
+			return nil, err
+		}
+		if renewed != "" {
+			if err := l.recordCertificate(ctx, svc, renewed); err != nil {
 				return nil, err
 			}
 		}
-		if lb, err = l.create(ctx, svc, req); err != nil {
+		if lb.Status == "new" {
+			// DigitalOcean refuses changes until the LB is built.
+			return nil, loadbalancers.Pending(activePollInterval, "load balancer %s (%s) is being created; checking again in %s", lb.Name, lb.ID, activePollInterval)
+		}
+		if lb.Status == "errored" {
+			return nil, fmt.Errorf("load balancer %s (%s) is in state errored at DigitalOcean; check it in the control panel (doctl compute load-balancer get %s)", lb.Name, lb.ID, lb.ID)
+		}
+		if err := immutableChanged(lb, req); err != nil {
 			return nil, err
 		}
-		if _, err := l.own.Check(ctx, svc, resource(lb, "")); err != nil {
-			return nil, err
+		if lb.Status != "active" || lb.IP == "" {
+			return nil, loadbalancers.Pending(activePollInterval, "load balancer %s (%s) is %s; checking again in %s", lb.Name, lb.ID, lb.Status, activePollInterval)
 		}
-	}
-	if err := l.record(ctx, svc, lb); err != nil {
-		return nil, err
-	}
-	if renewed != "" {
-		if err := l.recordCertificate(ctx, svc, renewed); err != nil {
-			return nil, err
-		}
-	}
-	if lb.Status == "new" {
-		// DigitalOcean refuses changes until the LB is built.
-		return nil, loadbalancers.Pending(activePollInterval, "load balancer %s (%s) is being created; checking again in %s", lb.Name, lb.ID, activePollInterval)
-	}
-	if lb.Status == "errored" {
-		return nil, fmt.Errorf("load balancer %s (%s) is in state errored at DigitalOcean; check it in the control panel (doctl compute load-balancer get %s)", lb.Name, lb.ID, lb.ID)
-	}
-	if err := immutableChanged(lb, req); err != nil {
-		return nil, err
-	}
-	if !plan.Empty() && plan.Changes[0].Action == loadbalancers.Update {
-		klog.InfoS("Updating load balancer", "service", klog.KObj(svc), "loadBalancer", lb.ID, "changes", plan.String())
-		if lb, err = l.update(ctx, lb.ID, req); err != nil {
-			return nil, err
-		}
-	}
-	if lb.Status != "active" || lb.IP == "" {
-		return nil, loadbalancers.Pending(activePollInterval, "load balancer %s (%s) is %s; checking again in %s", lb.Name, lb.ID, lb.Status, activePollInterval)
-	}
-	return status(svc, lb), nil
+		return status(svc, lb), nil
+	}}, nil
 }
 
 // disowned leaves the LB untouched and reports what exists, if it is the
@@ -252,10 +250,10 @@ func (l *loadBalancers) disowned(ctx context.Context, svc *v1.Service) (*v1.Load
 	return status(svc, lb), nil
 }
 
-// EnsureLoadBalancerDeleted deletes the LB. An LB already gone is deleted;
+// Delete deletes the LB. An LB already gone is deleted;
 // any other doubt is an error, so the service controller keeps the
 // finalizer and retries.
-func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
+func (l *loadBalancers) Delete(ctx context.Context, svc *v1.Service) error {
 	// Invalid annotations never block a deletion; only disown does, and a
 	// disown value we cannot read is treated as a possible "true".
 	a := LBAnnotations.Parse(svc)

@@ -37,7 +37,7 @@ type loadBalancers struct {
 	certsSaid map[string][]int64
 }
 
-var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
+var _ loadbalancers.Translator = (*loadBalancers)(nil)
 
 // initLoadBalancers builds the load balancer part in New: the ownership
 // rule must be made before the informers start.
@@ -61,18 +61,16 @@ func (c *Cloud) newLoadBalancers() *loadBalancers {
 
 func (c *Cloud) lbs() *loadBalancers { return c.lb }
 
-// LoadBalancer returns the load balancer implementation.
-func (c *Cloud) LoadBalancer() cloudprovider.LoadBalancer { return c.lbs() }
+// LoadBalancer returns the load balancer, run by core's sync.
+func (c *Cloud) LoadBalancer() cloudprovider.LoadBalancer { return loadbalancers.Sync(c.lbs()) }
 
-// GetLoadBalancerName is hcloud CCM's: the name annotation, else "a" +
-// the Service UID without dashes.
-func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service) string {
-	return lbName(svc)
-}
+// Name is hcloud CCM's: the name annotation, else "a" + the Service UID
+// without dashes.
+func (l *loadBalancers) Name(svc *v1.Service) string { return lbName(svc) }
 
-// GetLoadBalancer reports the Service's load balancer; exists is false
-// only when it is definitively not there, or not the Service's.
-func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+// Status reports the Service's load balancer; exists is false only when
+// it is definitively not there, or not the Service's.
+func (l *loadBalancers) Status(ctx context.Context, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 	lb, res, err := l.find(ctx, svc)
 	if err != nil || lb == nil {
 		return nil, false, err
@@ -86,21 +84,11 @@ func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.S
 	return lbStatus(lb, spec), true, nil
 }
 
-// EnsureLoadBalancer creates or updates the Service's load balancer.
-func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	return l.ensure(ctx, svc, nodes)
-}
-
-// UpdateLoadBalancer reconciles as EnsureLoadBalancer does, as hcloud CCM
-// does on a node change; core/loadbalancers.Rules hands it the newest
-// Service and refuses creates, so it never makes a load balancer.
-func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
-	_, err := l.ensure(ctx, svc, nodes)
-	return err
-}
-
-// ensure observes, plans and applies.
-func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+// Plan reads the Service and the cloud and plans one sync. A node sync
+// plans as EnsureLoadBalancer does, as hcloud CCM does on a node change;
+// core's rules hand it the newest Service and refuse creates, so it never
+// makes a load balancer.
+func (l *loadBalancers) Plan(ctx context.Context, svc *v1.Service, nodes []*v1.Node, _ loadbalancers.SyncKind, _ any) (*loadbalancers.SyncPlan, error) {
 	netID, err := l.c.networkID(ctx)
 	if err != nil {
 		return nil, err
@@ -142,31 +130,32 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 
 	ap := &lbApplier{c: l.c, svc: svc, lb: lb}
 	p := planLB(spec, obs, ap)
-	p.Log(svc)
-	if !p.Empty() {
-		klog.InfoS("Changing load balancer", "service", klog.KObj(svc), "loadBalancer", spec.name, "plan", p.String())
-	}
-	if err := p.Apply(ctx); err != nil {
-		return nil, busy(err, spec.name)
-	}
-	if len(p.overLimit) > 0 {
-		l.event(svc, v1.EventTypeWarning, "MaxTargetsReached", fmt.Sprintf("load balancer %s takes no more targets (its type's limit); %d servers left out: %v. Choose a larger type with %s", spec.name, len(p.overLimit), p.overLimit, AnnType))
-	}
-	lb = ap.lb
-	if !p.Empty() && lb != nil {
-		// Read back: attaching gives it its private IP.
-		if lb, err = l.get(ctx, lb.ID); err != nil {
-			return nil, err
-		}
-	}
-	if lb == nil {
-		return nil, nil // the node sync found nothing to update
-	}
-	if p.waitCert != "" {
-		return nil, loadbalancers.Pending(actionRetryAfter, "%s; its services change once it is issued; checking again in %s", p.waitCert, actionRetryAfter)
-	}
-	l.reportCertificates(ctx, svc, lb, spec)
-	return lbStatus(lb, spec), nil
+	return &loadbalancers.SyncPlan{
+		LoadBalancer: spec.name,
+		Plan:         p.Plan,
+		Failed:       func(err error) error { return busy(err, spec.name) },
+		Status: func(ctx context.Context) (*v1.LoadBalancerStatus, error) {
+			if len(p.overLimit) > 0 {
+				l.event(svc, v1.EventTypeWarning, "MaxTargetsReached", fmt.Sprintf("load balancer %s takes no more targets (its type's limit); %d servers left out: %v. Choose a larger type with %s", spec.name, len(p.overLimit), p.overLimit, AnnType))
+			}
+			lb := ap.lb
+			if !p.Empty() && lb != nil {
+				// Read back: attaching gives it its private IP.
+				var err error
+				if lb, err = l.get(ctx, lb.ID); err != nil {
+					return nil, err
+				}
+			}
+			if lb == nil {
+				return nil, nil // the node sync found nothing to update
+			}
+			if p.waitCert != "" {
+				return nil, loadbalancers.Pending(actionRetryAfter, "%s; its services change once it is issued; checking again in %s", p.waitCert, actionRetryAfter)
+			}
+			l.reportCertificates(ctx, svc, lb, spec)
+			return lbStatus(lb, spec), nil
+		},
+	}, nil
 }
 
 // busy turns "another action is running" (423 locked, after core's
@@ -247,12 +236,12 @@ func (l *loadBalancers) event(svc *v1.Service, kind, reason, msg string) {
 	}
 }
 
-// EnsureLoadBalancerDeleted deletes the Service's load balancer. One
+// Delete deletes the Service's load balancer. One
 // already gone is deleted; any other doubt is an error, so the Service
 // keeps its finalizer. A load balancer protected against deletion stays,
 // as hcloud CCM leaves it; so does one that is not the Service's. The
 // managed certificate stays too, as hcloud CCM leaves it.
-func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
+func (l *loadBalancers) Delete(ctx context.Context, svc *v1.Service) error {
 	l.forgetCertificates(svc)
 	lb, res, err := l.find(ctx, svc)
 	if err != nil || lb == nil {

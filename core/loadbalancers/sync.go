@@ -1,0 +1,158 @@
+package loadbalancers
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+)
+
+// A driver's load balancer code translates between a Service and its
+// cloud; core runs the sync around it, the same for every driver: the plan
+// logged with one wording, applied in order (or, under `polyccm plan`'s dry
+// run, recorded and stopped before anything changes), what the sync
+// publishes read back, and what a full sync left kept for the node-only
+// syncs that follow. Rules (live Nodes, the newest Service, one sync of a
+// Service at a time) and Progress wrap it, as every load balancer.
+
+// Translator is a driver's load balancer: what it reads, plans and
+// publishes. Sync runs it.
+type Translator interface {
+	// Name is the load balancer's name for a Service
+	// (cloudprovider.LoadBalancer.GetLoadBalancerName).
+	Name(svc *v1.Service) string
+	// Status reads what the Service's load balancer publishes; exists is
+	// false only when the cloud says there is none.
+	Status(ctx context.Context, svc *v1.Service) (status *v1.LoadBalancerStatus, exists bool, err error)
+	// Plan reads the Service, its target Nodes and the cloud, checks that
+	// what it found is the Service's (Ownership), and plans one sync; it
+	// changes nothing in the cloud. For a node sync (UpdateLoadBalancer,
+	// run without creates), base is what the Service's last full sync
+	// left (SyncPlan.Base), nil when there is none: a driver may plan only
+	// the targets from it, or plan the full sync.
+	Plan(ctx context.Context, svc *v1.Service, nodes []*v1.Node, sync SyncKind, base any) (*SyncPlan, error)
+	// Delete deletes the Service's load balancer and what was made for it,
+	// each only if the ownership rule says it is the Service's.
+	Delete(ctx context.Context, svc *v1.Service) error
+}
+
+// SyncKind says which sync a Plan is for.
+type SyncKind int
+
+const (
+	// FullSync is EnsureLoadBalancer's: everything the Service asks for.
+	FullSync SyncKind = iota
+	// NodeSync is UpdateLoadBalancer's: a change of the node set.
+	NodeSync
+)
+
+// SyncPlan is one sync of a Service, planned.
+type SyncPlan struct {
+	// LoadBalancer names the load balancer in logs.
+	LoadBalancer string
+	Plan         Plan
+	// Status, after the plan is applied, reads back what the Service
+	// publishes; it may return a PendingError (the cloud is still
+	// building). Nil: nothing (a node sync, or nothing to sync).
+	Status func(ctx context.Context) (*v1.LoadBalancerStatus, error)
+	// Base, when set, is what this sync leaves for the node syncs that
+	// follow; it is kept once the sync succeeded (not under a dry run).
+	// A node sync that sets none keeps the base it was given.
+	Base any
+	// Hold, when set, is what applying runs under (a lock the driver's
+	// deletions share): it returns the context to apply with and its
+	// release.
+	Hold func(ctx context.Context) (context.Context, func())
+	// Failed, when set, sees an error of applying first (to report it,
+	// or to turn "busy" into a wait) and returns the error to give.
+	Failed func(error) error
+}
+
+// Sync is the cloudprovider.LoadBalancer that runs a Translator.
+func Sync(t Translator) cloudprovider.LoadBalancer { return &syncer{t: t} }
+
+type syncer struct {
+	t     Translator
+	bases Bases[any]
+}
+
+func (s *syncer) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service) string {
+	return s.t.Name(svc)
+}
+
+func (s *syncer) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	return s.t.Status(ctx, svc)
+}
+
+func (s *syncer) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	// What the last full sync left no longer holds once this one starts:
+	// it may stop half done. A dry run changes nothing, so it still does.
+	if DryRunFrom(ctx) == nil {
+		s.bases.Forget(svc.UID)
+	}
+	p, err := s.t.Plan(ctx, svc, nodes, FullSync, nil)
+	if err != nil || p == nil {
+		return nil, err
+	}
+	return s.run(ctx, svc, p)
+}
+
+func (s *syncer) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
+	base, _ := s.bases.Get(svc.UID)
+	p, err := s.t.Plan(ctx, svc, nodes, NodeSync, base)
+	if err != nil || p == nil {
+		return err
+	}
+	_, err = s.run(ctx, svc, p)
+	return err
+}
+
+func (s *syncer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
+	s.bases.Forget(svc.UID) // nothing left for a node sync to follow
+	return s.t.Delete(ctx, svc)
+}
+
+// run logs the plan, applies it and reads back the status.
+func (s *syncer) run(ctx context.Context, svc *v1.Service, p *SyncPlan) (*v1.LoadBalancerStatus, error) {
+	p.Plan.Log(svc)
+	if !p.Plan.Empty() {
+		msg := "Updating load balancer"
+		if p.Plan.creates() {
+			msg = "Creating load balancer"
+		}
+		klog.InfoS(msg, "service", klog.KObj(svc), "loadBalancer", p.LoadBalancer, "changes", p.Plan.String())
+	}
+	actx, release := ctx, func() {}
+	if p.Hold != nil {
+		actx, release = p.Hold(ctx)
+	}
+	err := p.Plan.Apply(actx)
+	release()
+	if err != nil {
+		if p.Failed != nil {
+			err = p.Failed(err)
+		}
+		return nil, err
+	}
+	var st *v1.LoadBalancerStatus
+	if p.Status != nil {
+		if st, err = p.Status(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if p.Base != nil {
+		s.bases.Remember(ctx, svc.UID, p.Base)
+	}
+	return st, nil
+}
+
+// creates says whether the plan makes the load balancer itself.
+func (p *Plan) creates() bool {
+	for _, c := range p.Changes {
+		if c.Action == Create && c.Kind == "load balancer" {
+			return true
+		}
+	}
+	return false
+}
