@@ -205,7 +205,9 @@ func (l *loadBalancers) lbType(ctx context.Context, svc *v1.Service, a *annotati
 		return nil, fmt.Errorf("looking up load balancer type %s: %w", name, err)
 	}
 	if t == nil {
-		a.Fail(spec.typeKey, "Hetzner Cloud has no load balancer type %s: use e.g. lb11, lb21 or lb31", annotations.Quote(name))
+		// The whole value: an event clips it (core/redact.Event) and the
+		// log keeps it (TestHugeAnnotationMakesShortEvents).
+		a.Fail(spec.typeKey, "Hetzner Cloud has no load balancer type %q: use e.g. lb11, lb21 or lb31", name)
 		return nil, nil
 	}
 	if msg, gone := deprecationutil.LoadBalancerTypeMessage(t); gone {
