@@ -62,8 +62,11 @@ type SyncPlan struct {
 	Base any
 	// Hold, when set, is what applying runs under (a lock the driver's
 	// deletions share): it returns the context to apply with and its
-	// release.
-	Hold func(ctx context.Context) (context.Context, func())
+	// release, told whether the plan was applied (not under a dry run's
+	// ErrPlanned, nor after a failure). A driver whose reads and changes
+	// must run under one lock takes it in Plan and releases it here; Sync
+	// calls Hold for every plan Plan returns.
+	Hold func(ctx context.Context) (context.Context, func(applied bool))
 	// Failed, when set, sees an error of applying first (to report it,
 	// or to turn "busy" into a wait) and returns the error to give.
 	Failed func(error) error
@@ -123,12 +126,12 @@ func (s *syncer) run(ctx context.Context, svc *v1.Service, p *SyncPlan) (*v1.Loa
 		}
 		klog.InfoS(msg, "service", klog.KObj(svc), "loadBalancer", p.LoadBalancer, "changes", p.Plan.String())
 	}
-	actx, release := ctx, func() {}
+	actx, release := ctx, func(bool) {}
 	if p.Hold != nil {
 		actx, release = p.Hold(ctx)
 	}
 	err := p.Plan.Apply(actx)
-	release()
+	release(err == nil)
 	if err != nil {
 		if p.Failed != nil {
 			err = p.Failed(err)

@@ -20,11 +20,10 @@ import (
 // the instance groups) goes only when GCE says nothing uses it. Then the
 // finalizer cloud-provider-gcp put on the Service is removed, so the
 // Service does not hang in Terminating after a switch.
-func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
+func (l *loadBalancers) Delete(ctx context.Context, svc *v1.Service) error {
 	if elsewhere(svc, nil) {
 		return cloudprovider.ImplementedElsewhere
 	}
-	l.bases.Forget(svc.UID) // nothing left for a node sync to follow
 	cl, env, cid, err := l.setup(ctx)
 	if err != nil {
 		return err

@@ -11,25 +11,25 @@ import (
 	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
-// syncExternalNodes is the node-only sync of an external load balancer
+// planExternalNodes plans the node-only sync of an external load balancer
 // (nodesync.go): one read of the target pool, whose instances are its
 // members, then addInstance for the missing ones and removeInstance for
 // the extra ones, each awaited, in the full sync's chunks. A pool gone or
 // not as the full sync left it (its health check, its session affinity)
 // falls back to the full sync; nothing has been changed then.
-func (l *loadBalancers) syncExternalNodes(ctx context.Context, cl *clients, env *environment, svc *v1.Service, spec *lbSpec, byZone map[string][]string) (bool, error) {
+func (l *loadBalancers) planExternalNodes(ctx context.Context, cl *clients, env *environment, svc *v1.Service, spec *lbSpec, byZone map[string][]string) (*loadbalancers.SyncPlan, bool, error) {
 	pool, err := l.getTargetPool(ctx, cl, env, spec.base)
 	if err != nil {
-		return true, err
+		return nil, true, err
 	}
 	if pool == nil {
 		// Never made again here: the full sync refuses under a node sync.
 		fallBack(svc, "the target pool is gone")
-		return false, nil
+		return nil, false, nil
 	}
 	if why := poolDrift(env, spec, pool); why != "" {
 		fallBack(svc, "the target pool changed since the last full sync: "+why)
-		return false, nil
+		return nil, false, nil
 	}
 	add, remove := loadbalancers.Delta(poolMembers(env, byZone), urlSet(pool.GetInstances()), strings.Compare)
 	var p loadbalancers.Plan
@@ -37,7 +37,7 @@ func (l *loadBalancers) syncExternalNodes(ctx context.Context, cl *clients, env 
 		Apply: func(ctx context.Context) error {
 			return l.updateTargetPool(ctx, cl, env, spec, add, remove, nil, false)
 		}})
-	return true, applyNodes(ctx, svc, spec, &p)
+	return l.nodePlan(svc, spec, p), true, nil
 }
 
 // poolDrift says what of the pool, besides its members, the full sync

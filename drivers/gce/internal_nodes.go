@@ -74,35 +74,36 @@ func (g *groupMemo) forgetAll() {
 	clear(g.zones)
 }
 
-// syncInternalNodes is the node-only sync of an internal load balancer
+// planInternalNodes plans the node-only sync of an internal load balancer
 // (nodesync.go): one read of the backend service, which must still list
 // the groups of the nodes' zones with the Service's health check (what
 // the full sync left), then the shared groups (syncGroups). A backend
 // service gone or changed falls back to the full sync.
-func (l *loadBalancers) syncInternalNodes(ctx context.Context, cl *clients, env *environment, svc *v1.Service, spec *lbSpec, byZone map[string][]string) (bool, error) {
+func (l *loadBalancers) planInternalNodes(ctx context.Context, cl *clients, env *environment, svc *v1.Service, spec *lbSpec, byZone map[string][]string) (*loadbalancers.SyncPlan, bool, error) {
 	bs, err := l.getBackendService(ctx, cl, env, spec.bsName)
 	if err != nil {
-		return true, err
+		return nil, true, err
 	}
 	if bs == nil {
 		fallBack(svc, "the backend service is gone")
-		return false, nil
+		return nil, false, nil
 	}
 	want := backendService(env, spec, instanceGroupName(spec.cid), slices.Sorted(maps.Keys(byZone)))
 	if d := loadbalancers.Diff(viewBackendService(bs), viewBackendService(want)); len(d) > 0 {
 		fallBack(svc, "the backend service changed since the last full sync")
-		return false, nil
+		return nil, false, nil
 	}
-	return l.syncGroups(ctx, cl, env, svc, spec, byZone)
+	return l.planGroups(ctx, cl, env, svc, spec, byZone)
 }
 
-// syncGroups brings the cluster's instance groups of the nodes' zones to
-// the nodes' instances: no call when the memo knows them so already,
-// else one listing per zone and the additions and removals, awaited.
-// Groups are shared, so shared is held for reading (no group is deleted
-// meanwhile), and the memo's lock across the read and the changes. A
-// group gone falls back to the full sync, which makes it.
-func (l *loadBalancers) syncGroups(ctx context.Context, cl *clients, env *environment, svc *v1.Service, spec *lbSpec, byZone map[string][]string) (bool, error) {
+// planGroups plans bringing the cluster's instance groups of the nodes'
+// zones to the nodes' instances: nothing when the memo knows them so
+// already, else one listing per zone and the additions and removals,
+// awaited. Groups are shared, so shared is held for reading (no group is
+// deleted meanwhile), and the memo's lock across the read and the
+// changes: both are taken here and released by the plan's Hold once
+// applied. A group gone falls back to the full sync, which makes it.
+func (l *loadBalancers) planGroups(ctx context.Context, cl *clients, env *environment, svc *v1.Service, spec *lbSpec, byZone map[string][]string) (*loadbalancers.SyncPlan, bool, error) {
 	want := map[string]map[string]bool{}
 	for zone, names := range byZone {
 		want[zone] = map[string]bool{}
@@ -111,12 +112,15 @@ func (l *loadBalancers) syncGroups(ctx context.Context, cl *clients, env *enviro
 		}
 	}
 	l.shared.RLock()
-	defer l.shared.RUnlock()
 	g := &l.groups
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	unlock := func() {
+		g.mu.Unlock()
+		l.shared.RUnlock()
+	}
 	if g.holdsLocked(want) {
-		return true, nil
+		unlock()
+		return nil, true, nil
 	}
 	name := instanceGroupName(spec.cid)
 	zones := slices.Sorted(maps.Keys(want))
@@ -124,11 +128,13 @@ func (l *loadBalancers) syncGroups(ctx context.Context, cl *clients, env *enviro
 	for _, zone := range zones {
 		have, err := l.groupMembers(ctx, cl, env, name, zone)
 		if cloudapi.IsNotFound(err) {
+			unlock()
 			fallBack(svc, "the instance group of "+zone+" is gone")
-			return false, nil
+			return nil, false, nil
 		}
 		if err != nil {
-			return true, err
+			unlock()
+			return nil, true, err
 		}
 		add, remove := loadbalancers.Delta(want[zone], have, strings.Compare)
 		p.Add(loadbalancers.Change{Action: loadbalancers.Update, Kind: kindGroup, Name: zone + "/" + name, Fields: memberFields(add, remove),
@@ -138,13 +144,16 @@ func (l *loadBalancers) syncGroups(ctx context.Context, cl *clients, env *enviro
 	}
 	// A change that fails halfway leaves the groups unknown.
 	g.forgetLocked(zones...)
-	if err := applyNodes(ctx, svc, spec, &p); err != nil {
-		return true, err
+	sp := l.nodePlan(svc, spec, p)
+	sp.Hold = func(ctx context.Context) (context.Context, func(bool)) {
+		return ctx, func(applied bool) {
+			if applied && loadbalancers.DryRunFrom(ctx) == nil {
+				g.rememberLocked(want)
+			}
+			unlock()
+		}
 	}
-	if loadbalancers.DryRunFrom(ctx) == nil {
-		g.rememberLocked(want)
-	}
-	return true, nil
+	return sp, true, nil
 }
 
 // lockGroupChange is taken by the full sync's changes of a group's

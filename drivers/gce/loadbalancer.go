@@ -33,12 +33,12 @@ type loadBalancers struct {
 	// that uses them holds it for reading, the delete of one for writing,
 	// so nothing is deleted between another sync's making it and using it.
 	shared sync.RWMutex
-	// bases and groups are what the node-only sync reuses (nodesync.go).
-	bases  loadbalancers.Bases[*syncBase]
+	// groups are what the node-only syncs of internal load balancers
+	// know of the shared instance groups (internal_nodes.go).
 	groups groupMemo
 }
 
-var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
+var _ loadbalancers.Translator = (*loadBalancers)(nil)
 
 // The finalizers cloud-provider-gcp puts on the Services whose load
 // balancers it makes, and those of GKE's other load-balancer controllers,
@@ -83,17 +83,18 @@ func isInternal(svc *v1.Service) bool {
 }
 
 // LoadBalancer returns the load balancer implementation.
-func (c *Cloud) LoadBalancer() cloudprovider.LoadBalancer { return withL4Counts(c.lbs) }
-
-func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service) string {
-	return lbName(svc)
+func (c *Cloud) LoadBalancer() cloudprovider.LoadBalancer {
+	return withL4Counts(c, loadbalancers.Sync(c.lbs))
 }
 
-// GetLoadBalancer reports the forwarding rule's address. Exists is true
+// Name is cloud-provider-gcp's: "a" + the Service UID without dashes.
+func (l *loadBalancers) Name(svc *v1.Service) string { return lbName(svc) }
+
+// Status reports the forwarding rule's address. Exists is true
 // while anything made for the Service is left, or upstream's finalizer is
 // on it, because the service controller calls EnsureLoadBalancerDeleted
 // only then: a half-deleted load balancer must still be cleaned up.
-func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+func (l *loadBalancers) Status(ctx context.Context, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 	cl, env, _, err := l.setup(ctx)
 	if err != nil {
 		return nil, false, err
@@ -207,53 +208,50 @@ func (l *loadBalancers) releaseFinalizers(ctx context.Context, svc *v1.Service) 
 	return nil
 }
 
-// UpdateLoadBalancer follows node changes. core/loadbalancers.Rules runs
-// it without creates: it never makes a load balancer. It changes only the
-// members where the node-only sync can (nodesync.go); otherwise it runs
+// Plan plans one sync: observe the Service's resources, plan the changes
+// they need. Invalid settings change nothing; a change GCE is still making
+// returns a RetryError instead of holding the worker. A node sync (run
+// without creates: it never makes a load balancer) changes only the
+// members where the node-only sync can (nodesync.go); otherwise it plans
 // the full sync.
-func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
-	if done, err := l.syncNodes(ctx, svc, nodes); done {
-		if err != nil {
-			l.recordOperationError(svc, err)
+func (l *loadBalancers) Plan(ctx context.Context, svc *v1.Service, nodes []*v1.Node, kind loadbalancers.SyncKind, base any) (*loadbalancers.SyncPlan, error) {
+	if b, ok := base.(*syncBase); ok && kind == loadbalancers.NodeSync {
+		if p, done, err := l.planNodes(ctx, svc, nodes, b); done {
+			if err != nil {
+				l.recordOperationError(svc, err)
+			}
+			return p, err
 		}
-		return err
-	}
-	_, err := l.ensure(ctx, svc, nodes)
-	return err
-}
-
-// EnsureLoadBalancer creates or converges the Service's load balancer.
-// Invalid settings change nothing; a change GCE is still making returns a
-// RetryError instead of holding the worker.
-func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	return l.ensure(ctx, svc, nodes)
-}
-
-// ensure is one sync: observe the Service's resources, plan the changes
-// they need, apply them.
-func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	// What the last full sync left no longer holds once this one starts:
-	// it may stop half done. A dry run changes nothing, so it still does.
-	if loadbalancers.DryRunFrom(ctx) == nil {
-		l.bases.Forget(svc.UID)
+	} else if kind == loadbalancers.NodeSync {
+		fallBack(svc, "no full sync of the Service in this process yet")
 	}
 	p, spec, err := l.planFor(ctx, svc, nodes)
 	if err != nil {
 		return nil, err
 	}
-	p.Log(svc)
-	if !p.Empty() {
-		klog.InfoS("Updating load balancer", "service", klog.KObj(svc), "loadBalancer", spec.base, "changes", p.String())
-	}
-	l.shared.RLock()
-	err = p.Apply(context.WithValue(ctx, syncKey{}, true))
-	l.shared.RUnlock()
-	if err != nil {
+	return &loadbalancers.SyncPlan{
+		LoadBalancer: spec.base,
+		Plan:         p.Plan,
+		Base:         p.base,
+		// Shared resources are not deleted while a sync uses them; the
+		// sync's own deletions of them run under this hold.
+		Hold: func(ctx context.Context) (context.Context, func(bool)) {
+			l.shared.RLock()
+			return context.WithValue(ctx, syncKey{}, true), func(bool) { l.shared.RUnlock() }
+		},
+		Failed: l.failed(svc),
+		Status: func(context.Context) (*v1.LoadBalancerStatus, error) {
+			return &v1.LoadBalancerStatus{Ingress: ingress(svc, p.ip, p.ip6)}, nil
+		},
+	}, nil
+}
+
+// failed reports a failed GCE Operation on the Service.
+func (l *loadBalancers) failed(svc *v1.Service) func(error) error {
+	return func(err error) error {
 		l.recordOperationError(svc, err)
-		return nil, err
+		return err
 	}
-	l.bases.Remember(ctx, svc.UID, p.base)
-	return &v1.LoadBalancerStatus{Ingress: ingress(svc, p.ip, p.ip6)}, nil
 }
 
 // planFor reads the Service's resources and plans their changes; it

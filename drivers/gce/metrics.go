@@ -141,23 +141,26 @@ var l4State = struct {
 
 // l4Counted is the driver's load balancer with the L4 counts kept: the
 // GCE driver's LoadBalancer() hands out this.
-type l4Counted struct{ *loadBalancers }
+type l4Counted struct {
+	cloudprovider.LoadBalancer
+	c *Cloud
+}
 
-func withL4Counts(l *loadBalancers) l4Counted {
+func withL4Counts(c *Cloud, l cloudprovider.LoadBalancer) l4Counted {
 	l4State.once.Do(func() {
 		legacyregistry.MustRegister(l4ILBCount, l4NetLBCount)
 		l4State.Lock()
 		exportL4()
 		l4State.Unlock()
 	})
-	return l4Counted{l}
+	return l4Counted{LoadBalancer: l, c: c}
 }
 
 // EnsureLoadBalancer records the outcome of each full sync, as upstream
 // records its ensure: a failed one counts as in error, a change GCE is
 // still making leaves the Service as it was.
 func (l l4Counted) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	st, err := l.loadBalancers.EnsureLoadBalancer(ctx, cluster, svc, nodes)
+	st, err := l.LoadBalancer.EnsureLoadBalancer(ctx, cluster, svc, nodes)
 	var pending *loadbalancers.PendingError
 	if loadbalancers.DryRunFrom(ctx) != nil || errors.Is(err, cloudprovider.ImplementedElsewhere) || errors.As(err, &pending) {
 		return st, err
@@ -185,7 +188,7 @@ func (l l4Counted) EnsureLoadBalancer(ctx context.Context, cluster string, svc *
 // EnsureLoadBalancerDeleted forgets the Service once its load balancer is
 // gone.
 func (l l4Counted) EnsureLoadBalancerDeleted(ctx context.Context, cluster string, svc *v1.Service) error {
-	err := l.loadBalancers.EnsureLoadBalancerDeleted(ctx, cluster, svc)
+	err := l.LoadBalancer.EnsureLoadBalancerDeleted(ctx, cluster, svc)
 	if err != nil || loadbalancers.DryRunFrom(ctx) != nil {
 		return err
 	}

@@ -52,33 +52,29 @@ func (s *lbSpec) view() lbSpec {
 	return v
 }
 
-// syncNodes is UpdateLoadBalancer's node-only sync. done is false when
-// the full sync must decide; nothing has been changed then.
-func (l *loadBalancers) syncNodes(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (done bool, err error) {
-	base, ok := l.bases.Get(svc.UID)
-	if !ok {
-		fallBack(svc, "no full sync of the Service in this process yet")
-		return false, nil
-	}
+// planNodes plans UpdateLoadBalancer's node-only sync from what the
+// Service's last full sync left. done is false when the full sync must
+// decide; nothing has been read into a plan then.
+func (l *loadBalancers) planNodes(ctx context.Context, svc *v1.Service, nodes []*v1.Node, base *syncBase) (p *loadbalancers.SyncPlan, done bool, err error) {
 	if elsewhere(svc, nil) {
 		fallBack(svc, "the Service may be another controller's")
-		return false, nil
+		return nil, false, nil
 	}
 	cl, env, cid, err := l.setup(ctx)
 	if err != nil {
-		return true, err
+		return nil, true, err
 	}
 	a := LBAnnotations.Parse(svc)
 	spec := desiredLB(svc, a, l.c.cfg.Subnetwork, cid)
 	if a.Err() != nil {
 		fallBack(svc, "the Service's settings have problems, which the full sync reports")
-		return false, nil
+		return nil, false, nil
 	}
 	// Ports, annotations, traffic policy, source ranges...: any change is
 	// the full sync's, even one the service controller has not passed on.
 	if !reflect.DeepEqual(spec.view(), base.spec) {
 		fallBack(svc, "the Service asks for something else than at its last full sync")
-		return false, nil
+		return nil, false, nil
 	}
 	byZone, skipped := nodeInstances(nodes, env.project)
 	if len(skipped) > 0 {
@@ -87,33 +83,28 @@ func (l *loadBalancers) syncNodes(ctx context.Context, svc *v1.Service, nodes []
 	zones := slices.Sorted(maps.Keys(byZone))
 	if spec.internal && !slices.Equal(zones, base.zones) {
 		fallBack(svc, "the nodes' zones changed, and with them the backend service's groups")
-		return false, nil
+		return nil, false, nil
 	}
 	tags, err := l.targetTags(ctx, cl, env, byZone)
 	if err != nil {
 		// The full sync finds the same, and reports it.
 		fallBack(svc, "the nodes' network tags cannot be found: "+err.Error())
-		return false, nil
+		return nil, false, nil
 	}
 	if !slices.Equal(tags, base.tags) {
 		fallBack(svc, "the nodes' network tags changed, and with them the firewall rules")
-		return false, nil
+		return nil, false, nil
 	}
 	spec.targetTags = tags
 	if spec.internal {
-		return l.syncInternalNodes(ctx, cl, env, svc, spec, byZone)
+		return l.planInternalNodes(ctx, cl, env, svc, spec, byZone)
 	}
-	return l.syncExternalNodes(ctx, cl, env, svc, spec, byZone)
+	return l.planExternalNodes(ctx, cl, env, svc, spec, byZone)
 }
 
-// applyNodes logs and applies a node-only plan, through Plan.Apply, so a
-// dry run stops before any change.
-func applyNodes(ctx context.Context, svc *v1.Service, spec *lbSpec, p *loadbalancers.Plan) error {
-	p.Log(svc)
-	if !p.Empty() {
-		klog.InfoS("Updating load balancer", "service", klog.KObj(svc), "loadBalancer", spec.base, "changes", p.String(), "nodesOnly", true)
-	}
-	return p.Apply(ctx)
+// nodePlan is a node-only plan, run by core's sync.
+func (l *loadBalancers) nodePlan(svc *v1.Service, spec *lbSpec, p loadbalancers.Plan) *loadbalancers.SyncPlan {
+	return &loadbalancers.SyncPlan{LoadBalancer: spec.base, Plan: p, Failed: l.failed(svc)}
 }
 
 // fallBack logs why a node sync runs as a full sync.
