@@ -69,35 +69,27 @@ type classicSync struct {
 	ap   *classicApplier
 }
 
-// ensureClassic observes, plans, logs and applies, as ensure does for
-// an NLB.
-func (l *loadBalancers) ensureClassic(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+// planClassic plans one full sync of a Classic Load Balancer, as Plan
+// does for an NLB.
+func (l *loadBalancers) planClassic(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*loadbalancers.SyncPlan, error) {
 	s, err := l.planClassicSync(ctx, svc, nodes)
 	if err != nil {
 		return nil, err
 	}
-	s.plan.Log(svc)
-	if !s.plan.Empty() {
-		msg := "Updating load balancer"
-		if s.obs.lb == nil {
-			msg = "Creating load balancer"
-		}
-		klog.InfoS(msg, "service", klog.KObj(svc), "loadBalancer", s.ap.spec.name, "type", TypeClassic, "changes", s.plan.String())
-	}
-	if err := s.plan.Apply(ctx); err != nil {
-		return nil, err
-	}
-	base := &syncBase{spec: s.ap.spec, subnets: s.ap.subnets, sgID: s.ap.sgID}
-	if s.obs.nodes != nil {
-		base.groups = s.obs.nodes.want
-		l.groups.learn(s.obs.nodes.found)
-	}
-	l.bases.Remember(ctx, svc.UID, base)
-	dns := s.ap.dns
-	if s.obs.lb != nil {
-		dns = aws.ToString(s.obs.lb.DNSName)
-	}
-	return classicStatus(dns), nil
+	left := &syncBase{}
+	return &loadbalancers.SyncPlan{LoadBalancer: s.ap.spec.name, Plan: s.plan, Base: left,
+		Status: func(context.Context) (*v1.LoadBalancerStatus, error) {
+			*left = syncBase{spec: s.ap.spec, subnets: s.ap.subnets, sgID: s.ap.sgID}
+			if s.obs.nodes != nil {
+				left.groups = s.obs.nodes.want
+				l.groups.learn(s.obs.nodes.found)
+			}
+			dns := s.ap.dns
+			if s.obs.lb != nil {
+				dns = aws.ToString(s.obs.lb.DNSName)
+			}
+			return classicStatus(dns), nil
+		}}, nil
 }
 
 // planClassicSync reads the Service and AWS and plans the sync; it makes

@@ -12,36 +12,35 @@ import (
 	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
-// syncClassicNodes is the node-only sync of a Classic Load Balancer
+// planClassicNodes plans the node-only sync of a Classic Load Balancer
 // (nodesync.go): one DescribeLoadBalancers, whose Instances are what is
 // registered, then one RegisterInstancesWithLoadBalancer for the missing
 // instances and one DeregisterInstancesFromLoadBalancer for the extra
 // ones, if any. Terminated instances need no call: ELB takes them out
 // itself. With the node groups managed, the instances new to the cache
 // are described too, to see that their groups let the load balancer in
-// already. done is false when the full sync must decide; nothing has been
-// changed then.
-func (l *loadBalancers) syncClassicNodes(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (done bool, err error) {
-	base, spec, ok := unchangedSpec(l, svc, l.classicSpecOf)
+// already. done is false when the full sync must decide.
+func (l *loadBalancers) planClassicNodes(ctx context.Context, svc *v1.Service, nodes []*v1.Node, base *syncBase) (_ *loadbalancers.SyncPlan, done bool, err error) {
+	base, spec, ok := unchangedSpec(base, svc, l.classicSpecOf)
 	if !ok {
-		return false, nil
+		return nil, false, nil
 	}
 	subnets, _ := base.subnets.([]string)
 	cl, err := l.c.clusterClient(ctx)
 	if err != nil {
-		return true, err
+		return nil, true, err
 	}
 	lb, err := l.findClassic(ctx, cl, spec.name)
 	if err != nil {
-		return true, err
+		return nil, true, err
 	}
 	if lb == nil {
 		fallBack(svc, "the load balancer is gone")
-		return false, nil
+		return nil, false, nil
 	}
 	if drift := classicDrift(spec, subnets, base.sgID, lb); !drift.Empty() {
 		fallBack(svc, "the load balancer changed since its last full sync: "+drift.String())
-		return false, nil
+		return nil, false, nil
 	}
 	targets, skipped := targetNodes(nodes, spec.nodeLabels)
 	if len(skipped) > 0 {
@@ -49,20 +48,16 @@ func (l *loadBalancers) syncClassicNodes(ctx context.Context, svc *v1.Service, n
 	}
 	same, err := l.sameNodeGroups(ctx, cl, base, targets)
 	if err != nil {
-		return true, err
+		return nil, true, err
 	}
 	if !same {
 		fallBack(svc, "the nodes' security groups are not those of the last full sync")
-		return false, nil
+		return nil, false, nil
 	}
 	ap := &classicApplier{l: l, cl: cl, svc: svc, spec: spec, subnets: subnets, sgID: base.sgID}
 	var p loadbalancers.Plan
 	planClassicInstances(&p, spec, lb, targets, ap)
-	p.Log(svc)
-	if !p.Empty() {
-		klog.InfoS("Updating load balancer", "service", klog.KObj(svc), "loadBalancer", spec.name, "type", TypeClassic, "changes", p.String())
-	}
-	return true, p.Apply(ctx)
+	return &loadbalancers.SyncPlan{LoadBalancer: spec.name, Plan: p}, true, nil
 }
 
 // classicDrift is what the full sync would change that the one read of

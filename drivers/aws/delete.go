@@ -21,11 +21,10 @@ import (
 // and its security group, each only if it carries this cluster's tag. The
 // finalizer is released only when all are gone; anything in doubt is
 // retried.
-func (l *loadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
+func (l *loadBalancers) Delete(ctx context.Context, svc *v1.Service) error {
 	if elsewhere(svc) {
 		return cloudprovider.ImplementedElsewhere
 	}
-	l.bases.Forget(svc.UID) // nothing left for a node sync to follow
 	if _, err := l.c.clusterClient(ctx); err != nil {
 		return err // ownership needs the cluster ID
 	}

@@ -4,8 +4,8 @@ import (
 	"context"
 
 	v1 "k8s.io/api/core/v1"
-	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/polyccm/polyccm/core/driver"
 	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
@@ -17,8 +17,8 @@ const (
 
 // ClassicPlanOf is the plan a sync of svc's Classic Load Balancer would
 // apply now.
-func ClassicPlanOf(ctx context.Context, lb cloudprovider.LoadBalancer, svc *v1.Service, nodes []*v1.Node) (*loadbalancers.Plan, error) {
-	s, err := lb.(*loadBalancers).planClassicSync(ctx, svc, nodes)
+func ClassicPlanOf(ctx context.Context, c driver.Cloud, svc *v1.Service, nodes []*v1.Node) (*loadbalancers.Plan, error) {
+	s, err := c.(*Cloud).lbs.planClassicSync(ctx, svc, nodes)
 	if err != nil {
 		return nil, err
 	}
@@ -26,9 +26,9 @@ func ClassicPlanOf(ctx context.Context, lb cloudprovider.LoadBalancer, svc *v1.S
 }
 
 // PlanOf is the plan a sync of svc would apply now: observed and planned,
-// nothing changed. lb is the driver's own load balancer (not wrapped).
-func PlanOf(ctx context.Context, lb cloudprovider.LoadBalancer, svc *v1.Service, nodes []*v1.Node) (*loadbalancers.Plan, error) {
-	s, err := lb.(*loadBalancers).planSync(ctx, svc, nodes)
+// nothing changed. c is the driver's cloud.
+func PlanOf(ctx context.Context, c driver.Cloud, svc *v1.Service, nodes []*v1.Node) (*loadbalancers.Plan, error) {
+	s, err := c.(*Cloud).lbs.planSync(ctx, svc, nodes)
 	if err != nil {
 		return nil, err
 	}

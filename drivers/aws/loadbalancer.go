@@ -33,17 +33,17 @@ const consistencyRetry = 2 * time.Second
 type loadBalancers struct {
 	c   *Cloud
 	own *loadbalancers.Ownership
-	// bases and groups are what the node-only sync reuses (nodesync.go).
-	bases  loadbalancers.Bases[*syncBase]
+	// groups are which node group each instance's rules go into, which
+	// the node-only sync reuses (nodesync.go); core keeps the bases.
 	groups instanceGroups
 	// groupLocks serialize changes to one node security group (nodesg.go).
 	groupLocks sync.Map
 }
 
-var _ cloudprovider.LoadBalancer = (*loadBalancers)(nil)
+var _ loadbalancers.Translator = (*loadBalancers)(nil)
 
-// LoadBalancer returns the NLB implementation.
-func (c *Cloud) LoadBalancer() cloudprovider.LoadBalancer { return c.lbs }
+// LoadBalancer returns the load balancer, run by core's sync.
+func (c *Cloud) LoadBalancer() cloudprovider.LoadBalancer { return loadbalancers.Sync(c.lbs) }
 
 // elsewhere reports Services the AWS Load Balancer Controller handles.
 func elsewhere(svc *v1.Service) bool {
@@ -51,13 +51,13 @@ func elsewhere(svc *v1.Service) bool {
 	return t == "external" || t == "nlb-ip"
 }
 
-func (l *loadBalancers) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service) string {
-	return lbName(svc)
-}
+// Name is the AWS CCM's: "a" + the Service UID without dashes, 32
+// characters.
+func (l *loadBalancers) Name(svc *v1.Service) string { return lbName(svc) }
 
-// GetLoadBalancer reports the NLB; exists is false only when AWS says
+// Status reports the load balancer; exists is false only when AWS says
 // there is none.
-func (l *loadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+func (l *loadBalancers) Status(ctx context.Context, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 	if elsewhere(svc) {
 		return nil, false, nil
 	}
@@ -100,48 +100,31 @@ func (l *loadBalancers) leftovers(ctx context.Context, cl *clients, svc *v1.Serv
 	return len(tgs) > 0, err
 }
 
-// UpdateLoadBalancer follows node changes. core/loadbalancers.Rules runs
-// it without creates: it never makes a load balancer. It changes only the
-// targets where the node-only sync can (nodesync.go); otherwise it runs
-// the full sync.
-func (l *loadBalancers) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
-	if _, err := l.c.clusterClient(ctx); err != nil {
-		return err // names and tags need the cluster ID
-	}
-	var done bool
-	var err error
-	switch {
-	case elsewhere(svc):
-	case l.wantsClassic(svc):
-		done, err = l.syncClassicNodes(ctx, svc, nodes)
-	default:
-		done, err = l.syncNLBNodes(ctx, svc, nodes)
-	}
-	if done {
-		return err
-	}
-	_, err = l.ensure(ctx, svc, nodes)
-	return err
-}
-
-// EnsureLoadBalancer creates or converges the Service's NLB and everything
-// around it. Invalid settings change nothing.
-func (l *loadBalancers) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	return l.ensure(ctx, svc, nodes)
-}
-
-// ensure observes what AWS has, plans the changes, logs the plan and
-// applies it. A change that fails stops the rest; the next sync observes
-// what was made and plans only what is left.
-func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	// What the last full sync left no longer holds once this one starts:
-	// it may stop half done.
-	l.bases.Forget(svc.UID)
+// Plan plans one sync: it observes what AWS has and plans the changes; a
+// change that fails stops the rest, and the next sync observes what was
+// made and plans only what is left. Invalid settings change nothing. A
+// node sync (run without creates: it never makes a load balancer) changes
+// only the targets where the node-only sync can (nodesync.go); otherwise
+// it plans the full sync.
+func (l *loadBalancers) Plan(ctx context.Context, svc *v1.Service, nodes []*v1.Node, kind loadbalancers.SyncKind, base any) (*loadbalancers.SyncPlan, error) {
 	if _, err := l.c.clusterClient(ctx); err != nil {
 		return nil, err // names and tags need the cluster ID
 	}
+	if b, _ := base.(*syncBase); kind == loadbalancers.NodeSync && !elsewhere(svc) {
+		var p *loadbalancers.SyncPlan
+		var done bool
+		var err error
+		if l.wantsClassic(svc) {
+			p, done, err = l.planClassicNodes(ctx, svc, nodes, b)
+		} else {
+			p, done, err = l.planNLBNodes(ctx, svc, nodes, b)
+		}
+		if done {
+			return p, err
+		}
+	}
 	if !elsewhere(svc) && l.wantsClassic(svc) {
-		return l.ensureClassic(ctx, svc, nodes)
+		return l.planClassic(ctx, svc, nodes)
 	}
 	s, err := l.planSync(ctx, svc, nodes)
 	if err != nil {
@@ -159,24 +142,17 @@ func (l *loadBalancers) ensure(ctx context.Context, svc *v1.Service, nodes []*v1
 		l.c.deps.Recorder.Eventf(svc, v1.EventTypeWarning, "SecurityGroupsNotApplied",
 			"load balancer %s was created without security groups and AWS cannot give it any, so %s is not applied; delete and recreate the Service to get an NLB with these groups", s.ap.spec.name, AnnSecurityGroups)
 	}
-	s.plan.Log(svc)
-	if !s.plan.Empty() {
-		msg := "Updating load balancer"
-		if s.obs.lb == nil {
-			msg = "Creating load balancer"
-		}
-		klog.InfoS(msg, "service", klog.KObj(svc), "loadBalancer", s.ap.spec.name, "changes", s.plan.String())
-	}
-	if err := s.plan.Apply(ctx); err != nil {
-		return nil, err
-	}
-	base := &syncBase{spec: s.ap.spec, subnets: s.ap.subnets, sgID: s.ap.sgID, tgARNs: maps.Clone(s.ap.tgARNs)}
-	if s.obs.nodes != nil {
-		base.groups = s.obs.nodes.want
-		l.groups.learn(s.obs.nodes)
-	}
-	l.bases.Remember(ctx, svc.UID, base)
-	return lbStatus(s.ap.lb), nil
+	left := &syncBase{}
+	return &loadbalancers.SyncPlan{LoadBalancer: s.ap.spec.name, Plan: s.plan, Base: left,
+		Status: func(context.Context) (*v1.LoadBalancerStatus, error) {
+			// What the sync left, once applied: the target groups it made.
+			*left = syncBase{spec: s.ap.spec, subnets: s.ap.subnets, sgID: s.ap.sgID, tgARNs: maps.Clone(s.ap.tgARNs)}
+			if s.obs.nodes != nil {
+				left.groups = s.obs.nodes.want
+				l.groups.learn(s.obs.nodes)
+			}
+			return lbStatus(s.ap.lb), nil
+		}}, nil
 }
 
 // syncPlan is one sync of a Service up to its plan: what AWS has, the

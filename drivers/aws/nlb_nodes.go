@@ -15,39 +15,38 @@ import (
 	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
-// syncNLBNodes is the node-only sync of an NLB (nodesync.go): the NLB by
+// planNLBNodes plans the node-only sync of an NLB (nodesync.go): the NLB by
 // name, its target groups by its ARN, each group's targets, then a
 // register and a deregister per group where needed. For one port that is
 // three reads where the full sync makes about ten (tags, attributes,
 // listeners, the security group, subnets, each group by name and its
-// tags, the node groups). done is false when the full sync must decide;
-// nothing has been changed then.
-func (l *loadBalancers) syncNLBNodes(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (done bool, err error) {
-	base, spec, ok := unchangedSpec(l, svc, l.nlbSpecOf)
+// tags, the node groups). done is false when the full sync must decide.
+func (l *loadBalancers) planNLBNodes(ctx context.Context, svc *v1.Service, nodes []*v1.Node, base *syncBase) (_ *loadbalancers.SyncPlan, done bool, err error) {
+	base, spec, ok := unchangedSpec(base, svc, l.nlbSpecOf)
 	if !ok {
-		return false, nil
+		return nil, false, nil
 	}
 	subnets, _ := base.subnets.([]subnet)
 	cl, err := l.c.clusterClient(ctx)
 	if err != nil {
-		return true, err
+		return nil, true, err
 	}
 	lb, err := l.findLB(ctx, cl, spec.name)
 	if err != nil {
-		return true, err
+		return nil, true, err
 	}
 	if lb == nil {
 		fallBack(svc, "the load balancer is gone")
-		return false, nil
+		return nil, false, nil
 	}
 	attached, err := l.attachedTargetGroups(ctx, cl, aws.ToString(lb.LoadBalancerArn))
 	if err != nil {
-		return true, err
+		return nil, true, err
 	}
 	tgs, drift := nlbDrift(spec, subnets, base, lb, attached)
 	if !drift.Empty() {
 		fallBack(svc, "the load balancer changed since its last full sync: "+drift.String())
-		return false, nil
+		return nil, false, nil
 	}
 	targets, skipped := targetNodes(nodes, spec.nodeLabels)
 	if len(skipped) > 0 {
@@ -55,11 +54,11 @@ func (l *loadBalancers) syncNLBNodes(ctx context.Context, svc *v1.Service, nodes
 	}
 	same, err := l.sameNodeGroups(ctx, cl, base, targets)
 	if err != nil {
-		return true, err
+		return nil, true, err
 	}
 	if !same {
 		fallBack(svc, "the nodes' security groups are not those of the last full sync")
-		return false, nil
+		return nil, false, nil
 	}
 	ap := &applier{l: l, cl: cl, svc: svc, spec: spec, subnets: subnets, targets: targets, sgID: base.sgID, lb: lb, tgARNs: maps.Clone(base.tgARNs)}
 	var p loadbalancers.Plan
@@ -68,7 +67,7 @@ func (l *loadBalancers) syncNLBNodes(ctx context.Context, svc *v1.Service, nodes
 		arn := aws.ToString(tg.TargetGroupArn)
 		have, err := l.targetsOf(ctx, cl, arn)
 		if err != nil {
-			return true, err
+			return nil, true, err
 		}
 		want := map[target]bool{}
 		for _, id := range targets {
@@ -83,11 +82,7 @@ func (l *loadBalancers) syncNLBNodes(ctx context.Context, svc *v1.Service, nodes
 			Fields: []field{{Name: "Targets", From: showTargets(have, ls.tg.port), To: showTargets(want, ls.tg.port)}},
 			Apply:  ap.run(func(ctx context.Context, a *applier) error { return a.updateTargetGroup(ctx, arn, u) })})
 	}
-	p.Log(svc)
-	if !p.Empty() {
-		klog.InfoS("Updating load balancer", "service", klog.KObj(svc), "loadBalancer", spec.name, "changes", p.String())
-	}
-	return true, p.Apply(ctx)
+	return &loadbalancers.SyncPlan{LoadBalancer: spec.name, Plan: p}, true, nil
 }
 
 // nlbDrift is what the full sync would change that the NLB and its

@@ -158,8 +158,7 @@ func (l *loadBalancers) sameNodeGroups(ctx context.Context, cl *clients, base *s
 // health check...: any change is the full sync's, even one the service
 // controller has not passed on yet. ok false, logged, sends the node sync
 // to the full sync.
-func unchangedSpec[S any](l *loadBalancers, svc *v1.Service, specOf func(*v1.Service) (S, *annotations.Values)) (base *syncBase, spec S, ok bool) {
-	base, _ = l.bases.Get(svc.UID)
+func unchangedSpec[S any](base *syncBase, svc *v1.Service, specOf func(*v1.Service) (S, *annotations.Values)) (_ *syncBase, spec S, ok bool) {
 	if base == nil {
 		fallBack(svc, "no full sync of the Service in this process yet")
 		return nil, spec, false

@@ -13,7 +13,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/polyccm/polyccm/core/driver"
 	"github.com/polyccm/polyccm/core/loadbalancers"
 	awsccm "github.com/polyccm/polyccm/drivers/aws"
 )
@@ -71,7 +70,7 @@ func TestPortChangePlanIsWhatChanges(t *testing.T) {
 	before := e.listeners(lb.ARN)
 	old80, tg443 := e.targetGroup(before[80]), e.targetGroup(before[443])
 	sg := e.securityGroup(lb)
-	raw := e.cloud.(driver.LoadBalancerCloud).LoadBalancer()
+	raw := e.cloud
 
 	svc := service(nil, ports(8080)...)
 	f := e.fake.Faults()
