@@ -29,7 +29,10 @@ func (t *translator) Plan(_ context.Context, svc *v1.Service, _ []*v1.Node, kind
 	}}
 	p.Plan.Add(Change{Action: Update, Kind: "load balancer", Name: "lb", Fields: []Field{{Name: "x", From: "1", To: "2"}},
 		Apply: func(context.Context) error { t.applied++; return t.fail }})
-	p.Hold = func(ctx context.Context) (context.Context, func(bool)) { t.held++; return ctx, func(bool) { t.released++ } }
+	p.Hold = func(ctx context.Context) (context.Context, func(bool)) {
+		t.held++
+		return ctx, func(bool) { t.released++ }
+	}
 	if kind == FullSync {
 		p.Base = "full"
 	}
