@@ -89,6 +89,40 @@ func ToolVersions() (kubeAPIServer, etcd string, err error) {
 	return kubeAPIServer, etcd, nil
 }
 
+// ToolModule is the go.mod of the module test/tools/<name> that pins a
+// tool of the tests of its own (helm, the upstream CCMs).
+func ToolModule(name string) (string, error) {
+	tools, err := toolsGoMod()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(tools), name, "go.mod"), nil
+}
+
+// RequiredVersion reads module's version from the require lines of the
+// go.mod at path.
+func RequiredVersion(path, module string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 0 && fields[0] == "require" {
+			fields = fields[1:]
+		}
+		if len(fields) >= 2 && fields[0] == module && strings.HasPrefix(fields[1], "v") {
+			return fields[1], nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("reading %s: %w", path, err)
+	}
+	return "", fmt.Errorf("%s does not require %s", path, module)
+}
+
 // toolsGoMod finds test/tools/go.mod: next to this source file when the
 // package was built from a checkout, else in the nearest ancestor of the
 // working directory that has test/tools/go.mod (go test runs in the package

@@ -1,13 +1,11 @@
 package cluster
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -21,30 +19,11 @@ const helmModule = "helm.sh/helm/v3"
 // module of its own next to test/tools/go.mod (helm's Kubernetes libraries
 // are not kube-apiserver's).
 func HelmVersion() (string, error) {
-	tools, err := toolsGoMod()
+	path, err := ToolModule("helm")
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(filepath.Dir(tools), "helm", "go.mod")
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 0 && fields[0] == "require" {
-			fields = fields[1:]
-		}
-		if len(fields) >= 2 && fields[0] == helmModule && strings.HasPrefix(fields[1], "v") {
-			return fields[1], nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("reading %s: %w", path, err)
-	}
-	return "", fmt.Errorf("%s does not require %s", path, helmModule)
+	return RequiredVersion(path, helmModule)
 }
 
 // HelmBinary returns the path of helm: $CCMTEST_HELM when set, else

@@ -17,7 +17,6 @@
 package upstream
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -50,26 +49,11 @@ const awsModule = "k8s.io/cloud-provider-aws"
 
 // AWSVersion is the upstream version test/tools/upstream-aws/go.mod pins.
 func AWSVersion() (string, error) {
-	path := filepath.Join(harness.RepoRoot(), "test", "tools", "upstream-aws", "go.mod")
-	f, err := os.Open(path)
+	path, err := cluster.ToolModule("upstream-aws")
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 0 && fields[0] == "require" {
-			fields = fields[1:]
-		}
-		if len(fields) >= 2 && fields[0] == awsModule && strings.HasPrefix(fields[1], "v") {
-			return fields[1], nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("reading %s: %w", path, err)
-	}
-	return "", fmt.Errorf("%s does not require %s", path, awsModule)
+	return cluster.RequiredVersion(path, awsModule)
 }
 
 // AWSBinary is the upstream aws-cloud-controller-manager: $CCMTEST_UPSTREAM_AWS_CCM,
