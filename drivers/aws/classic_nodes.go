@@ -13,7 +13,7 @@ import (
 )
 
 // planClassicNodes plans the node-only sync of a Classic Load Balancer
-// (nodesync.go): one DescribeLoadBalancers, whose Instances are what is
+// (lbnodes.go): one DescribeLoadBalancers, whose Instances are what is
 // registered, then one RegisterInstancesWithLoadBalancer for the missing
 // instances and one DeregisterInstancesFromLoadBalancer for the extra
 // ones, if any. Terminated instances need no call: ELB takes them out

@@ -34,7 +34,7 @@ type loadBalancers struct {
 	c   *Cloud
 	own *loadbalancers.Ownership
 	// groups are which node group each instance's rules go into, which
-	// the node-only sync reuses (nodesync.go); core keeps the bases.
+	// the node-only sync reuses (lbnodes.go); core keeps the bases.
 	groups instanceGroups
 	// groupLocks serialize changes to one node security group (nodesg.go).
 	groupLocks sync.Map
@@ -104,7 +104,7 @@ func (l *loadBalancers) leftovers(ctx context.Context, cl *clients, svc *v1.Serv
 // change that fails stops the rest, and the next sync observes what was
 // made and plans only what is left. Invalid settings change nothing. A
 // node sync (run without creates: it never makes a load balancer) changes
-// only the targets where the node-only sync can (nodesync.go); otherwise
+// only the targets where the node-only sync can (lbnodes.go); otherwise
 // it plans the full sync.
 func (l *loadBalancers) Plan(ctx context.Context, svc *v1.Service, nodes []*v1.Node, kind loadbalancers.SyncKind, base any) (*loadbalancers.SyncPlan, error) {
 	if _, err := l.c.clusterClient(ctx); err != nil {

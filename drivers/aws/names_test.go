@@ -208,7 +208,7 @@ func TestClusterTagsAsUpstreamReadsThem(t *testing.T) {
 	}
 }
 
-// polyccm's earlier names, kept for groups already in use (observe.go):
+// polyccm's earlier names, kept for groups already in use (lbobserve.go):
 // pinned as the previous release computed them.
 func TestLegacyNames(t *testing.T) {
 	svc := vecService("shop", "web", vecUID1, nil)

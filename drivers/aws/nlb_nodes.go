@@ -15,7 +15,7 @@ import (
 	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
-// planNLBNodes plans the node-only sync of an NLB (nodesync.go): the NLB by
+// planNLBNodes plans the node-only sync of an NLB (lbnodes.go): the NLB by
 // name, its target groups by its ARN, each group's targets, then a
 // register and a deregister per group where needed. For one port that is
 // three reads where the full sync makes about ten (tags, attributes,

@@ -247,7 +247,7 @@ type nodeGroups struct {
 	rules map[string][]nodeRule // by group ID
 	want  map[string]bool       // the groups of the NLB's targets
 	// of is each target's group ("" none) and tagged the cluster's
-	// groups, which the node-only sync reuses (nodesync.go).
+	// groups, which the node-only sync reuses (lbnodes.go).
 	of     map[string]string
 	tagged map[string]bool
 }

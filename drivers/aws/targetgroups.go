@@ -114,7 +114,7 @@ func (l *loadBalancers) deleteServiceTargetGroups(ctx context.Context, cl *clien
 }
 
 // serviceTargetGroups finds the Service's target groups by name prefix
-// (the AWS CCM's, or polyccm's earlier one: see observe.go), confirmed
+// (the AWS CCM's, or polyccm's earlier one: see lbobserve.go), confirmed
 // by their tags (a prefix can be shared by another Service).
 func (l *loadBalancers) serviceTargetGroups(ctx context.Context, cl *clients, svc *v1.Service, spec *nlbSpec) ([]string, error) {
 	prefixes := []string{awsName(svc, ""), legacyPrefix(svc)}

@@ -12,7 +12,7 @@ import (
 )
 
 // planExternalNodes plans the node-only sync of an external load balancer
-// (nodesync.go): one read of the target pool, whose instances are its
+// (lbnodes.go): one read of the target pool, whose instances are its
 // members, then addInstance for the missing ones and removeInstance for
 // the extra ones, each awaited, in the full sync's chunks. A pool gone or
 // not as the full sync left it (its health check, its session affinity)

@@ -75,7 +75,7 @@ func (g *groupMemo) forgetAll() {
 }
 
 // planInternalNodes plans the node-only sync of an internal load balancer
-// (nodesync.go): one read of the backend service, which must still list
+// (lbnodes.go): one read of the backend service, which must still list
 // the groups of the nodes' zones with the Service's health check (what
 // the full sync left), then the shared groups (syncGroups). A backend
 // service gone or changed falls back to the full sync.

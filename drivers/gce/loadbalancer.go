@@ -212,7 +212,7 @@ func (l *loadBalancers) releaseFinalizers(ctx context.Context, svc *v1.Service) 
 // they need. Invalid settings change nothing; a change GCE is still making
 // returns a RetryError instead of holding the worker. A node sync (run
 // without creates: it never makes a load balancer) changes only the
-// members where the node-only sync can (nodesync.go); otherwise it plans
+// members where the node-only sync can (lbnodes.go); otherwise it plans
 // the full sync.
 func (l *loadBalancers) Plan(ctx context.Context, svc *v1.Service, nodes []*v1.Node, kind loadbalancers.SyncKind, base any) (*loadbalancers.SyncPlan, error) {
 	if b, ok := base.(*syncBase); ok && kind == loadbalancers.NodeSync {

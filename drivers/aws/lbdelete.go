@@ -86,7 +86,7 @@ func (l *loadBalancers) Delete(ctx context.Context, svc *v1.Service) error {
 
 // serviceSecurityGroups are the Service's security groups found by name:
 // the one with the AWS CCM's name, and one with polyccm's earlier name
-// (see observe.go) if it is tagged with the Service, as polyccm tagged
+// (see lbobserve.go) if it is tagged with the Service, as polyccm tagged
 // it: the AWS CCM gives a Classic ELB's group that name without the tag.
 func (l *loadBalancers) serviceSecurityGroups(ctx context.Context, cl *clients, vpc string, svc *v1.Service) ([]ec2types.SecurityGroup, error) {
 	var out []ec2types.SecurityGroup
