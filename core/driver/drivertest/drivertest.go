@@ -22,6 +22,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -151,7 +152,13 @@ func listed(t *testing.T, inf informers.SharedInformerFactory, svc *v1.Service) 
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		got, err := lister.Services(svc.Namespace).Get(svc.Name)
-		if err == nil && got.ResourceVersion == svc.ResourceVersion {
+		// The fake clientset leaves resourceVersion empty on every
+		// write, so the version alone cannot tell an old copy from a
+		// new one: compare what the drivers read too.
+		if err == nil && got.ResourceVersion == svc.ResourceVersion &&
+			equality.Semantic.DeepEqual(got.Spec, svc.Spec) &&
+			equality.Semantic.DeepEqual(got.Annotations, svc.Annotations) &&
+			equality.Semantic.DeepEqual(got.Status, svc.Status) {
 			return
 		}
 		if time.Now().After(deadline) {
