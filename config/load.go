@@ -328,3 +328,14 @@ func walkSecrets(prefix string, v reflect.Value, kind string, fn func(key string
 		walkSecrets(joinKey(prefix, tag), v.Field(i), f.Tag.Get("secret"), fn)
 	}
 }
+
+// SecretFields returns the secret fields in a driver's config struct
+// (what its NewConfig returns): each key, relative to drivers.<name>, with
+// the kind its `secret:"..."` tag gives. The driver's registered
+// Credentials and the Helm chart's credential keys are checked against
+// them.
+func SecretFields(cfg any) map[string]string {
+	out := map[string]string{}
+	walkSecrets("", reflect.ValueOf(cfg), "", func(key string, _ secret.Secret, kind string) { out[key] = kind })
+	return out
+}

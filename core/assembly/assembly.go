@@ -155,6 +155,12 @@ func Assemble(d driver.Driver, dc driver.Cloud, o instances.Options, services co
 	if d.Has(driver.Volumes) != (c.volumes != nil) {
 		return nil, fmt.Errorf("driver %s: declared volume support (%v) does not match its cloud", d.Name, d.Has(driver.Volumes))
 	}
+	if _, ok := dc.(driver.TaskCloud); d.Has(driver.Tasks) != ok {
+		return nil, fmt.Errorf("driver %s: declared tasks (%v) do not match its cloud", d.Name, d.Has(driver.Tasks))
+	}
+	if _, ok := dc.(driver.InventoryCloud); d.Has(driver.Inventory) != ok {
+		return nil, fmt.Errorf("driver %s: declared load balancer inventory (%v) does not match its cloud", d.Name, d.Has(driver.Inventory))
+	}
 	return c, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/polyccm/polyccm/core/annotations"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/suggest"
 )
@@ -33,7 +34,35 @@ const (
 	// PersistentVolumes. Without it the volume-labels controller stays
 	// idle.
 	Volumes Capability = "volumes"
+	// Zones: Nodes get topology.kubernetes.io/zone and region from
+	// instance metadata (the contract suite holds a declaring driver to
+	// it).
+	Zones Capability = "zones"
+	// Tasks: loops of the driver's own beside the service controller
+	// (TaskCloud).
+	Tasks Capability = "tasks"
+	// Inventory: the driver lists the load balancers made for the
+	// cluster, for `polyccm plan` (InventoryCloud).
+	Inventory Capability = "inventory"
 )
+
+// Credential is one secret field of a driver's config (a secret.Secret
+// in the type NewConfig returns) and the names deployments give it.
+// systemd/polyccm.service, the Helm chart and the deployment docs are
+// checked against these (test/registrycheck).
+type Credential struct {
+	// Key is the field's config key under drivers.<name> ("token").
+	Key string
+	// Name is the systemd credential the unit loads for it
+	// (/etc/credstore/<Name>, `{credential: <Name>}`).
+	Name string
+	// SecretKey is the Helm chart's default key for it in the
+	// credentials Secret (credentials.keys.<driver>.<Key>).
+	SecretKey string
+	// Unset says what the driver does without it; empty: the field is
+	// required.
+	Unset string
+}
 
 // Driver describes one cloud driver.
 type Driver struct {
@@ -48,8 +77,21 @@ type Driver struct {
 	// New builds the cloud from the decoded config. It must not call the
 	// cloud: polyccm starts even while the cloud API is unreachable.
 	New func(cfg any, deps Deps) (Cloud, error)
+	// Title is the cloud's name for people ("Hetzner Cloud").
+	Title string
+	// Upstream is the per-cloud cloud-controller-manager the driver is a
+	// drop-in for (its repository).
+	Upstream string
+	// Credentials are the config's secret fields, each with the names
+	// deployments give it.
+	Credentials []Credential
+	// Annotations are the Service annotations its load balancers read
+	// (with LoadBalancers): docs/<name>-load-balancers.md's table is
+	// generated from them (test/docscheck).
+	Annotations *annotations.Set
 	// Capabilities lists what the cloud from New provides, so config
-	// validation can reject, say, routes on a cloud without them.
+	// validation can reject, say, routes on a cloud without them; the
+	// assembly (core/assembly) checks the cloud against it.
 	Capabilities []Capability
 	// Classify maps this cloud's SDK errors onto cloudapi kinds; every
 	// call the driver makes is retried, counted and judged by it.
@@ -103,6 +145,11 @@ func (r *Registry) Register(d Driver) {
 	}
 	if !d.Has(Instances) {
 		panic(fmt.Sprintf("driver: %s must declare the %s capability", d.Name, Instances))
+	}
+	for _, c := range d.Credentials {
+		if c.Key == "" || c.Name == "" || c.SecretKey == "" {
+			panic(fmt.Sprintf("driver: %s credential %+v lacks a Key, Name or SecretKey", d.Name, c))
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

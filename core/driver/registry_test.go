@@ -53,6 +53,9 @@ func TestRegisterRejectsProgrammingErrors(t *testing.T) {
 		{"nil Classify", func(d *driver.Driver) { d.Classify = nil }, "nil Classify"},
 		{"no capabilities", func(d *driver.Driver) { d.Capabilities = nil }, "instances capability"},
 		{"no instances", func(d *driver.Driver) { d.Capabilities = []driver.Capability{driver.Routes} }, "instances capability"},
+		{"credential without a name", func(d *driver.Driver) {
+			d.Credentials = []driver.Credential{{Key: "token", SecretKey: "fake-token"}}
+		}, "lacks a Key, Name or SecretKey"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

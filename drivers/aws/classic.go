@@ -24,7 +24,7 @@ import (
 // drivers.aws.loadBalancer.defaultType classic (the AWS CCM's default).
 // An invalid type counts as the default; the annotation check reports it.
 func (l *loadBalancers) wantsClassic(svc *v1.Service) bool {
-	switch strings.ToLower(strings.TrimSpace(svc.Annotations[AnnType])) {
+	switch LBType(strings.ToLower(strings.TrimSpace(svc.Annotations[AnnType]))) {
 	case TypeNLB:
 		return false
 	case TypeClassic:

@@ -92,13 +92,19 @@ type Config struct {
 type LoadBalancerConfig struct {
 	// DefaultType is what a Service without the aws-load-balancer-type
 	// annotation gets: classic (the AWS CCM's default) or nlb.
-	DefaultType string `koanf:"defaultType"`
+	DefaultType LBType `koanf:"defaultType"`
 }
+
+// LBType is a load balancer type the driver makes for a Service.
+type LBType string
 
 // Load balancer types a Service can get.
 const (
-	TypeClassic = "classic"
-	TypeNLB     = "nlb"
+	TypeClassic LBType = "classic"
+	TypeNLB     LBType = "nlb"
+	// DefaultLBType is drivers.aws.loadBalancer.defaultType's default,
+	// the AWS CCM's: every statement of the default derives from it.
+	DefaultLBType = TypeClassic
 )
 
 // ipFamilies is NodeIPFamilies with the default.
@@ -179,10 +185,17 @@ func init() {
 	driver.Register(driver.Driver{
 		Name: Name,
 		NewConfig: func() any {
-			return &Config{NodeIPFamilies: []string{"ipv4"}, LoadBalancer: LoadBalancerConfig{DefaultType: TypeClassic}}
+			return &Config{NodeIPFamilies: []string{"ipv4"}, LoadBalancer: LoadBalancerConfig{DefaultType: DefaultLBType}}
 		},
-		New:             New,
-		Capabilities:    []driver.Capability{driver.Instances, driver.LoadBalancers, driver.Routes, driver.Volumes},
+		New:      New,
+		Title:    "AWS",
+		Upstream: "kubernetes/cloud-provider-aws",
+		Credentials: []driver.Credential{
+			{Key: "accessKeyID", Name: "aws-access-key-id", SecretKey: "aws-access-key-id", Unset: "the SDK's default chain (instance role)"},
+			{Key: "secretAccessKey", Name: "aws-secret-access-key", SecretKey: "aws-secret-access-key", Unset: "the SDK's default chain (instance role)"},
+		},
+		Annotations:     LBAnnotations,
+		Capabilities:    []driver.Capability{driver.Instances, driver.Zones, driver.LoadBalancers, driver.Inventory, driver.Routes, driver.Volumes},
 		Classify:        classify,
 		UpstreamMetrics: upstreamMetrics,
 		CredentialsHint: "the AWS credentials (drivers.aws.accessKeyID/secretAccessKey, the instance role, or AWS_* variables) and, with drivers.aws.roleARN, that the role trusts them",

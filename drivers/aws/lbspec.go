@@ -69,7 +69,7 @@ var (
 var LBAnnotations = annotations.NewSet([]string{annPrefix}, slices.Concat(nlbAnnotationSpecs, classicAnnotationSpecs)...)
 
 var nlbAnnotationSpecs = []annotations.Spec{
-	annotations.Enum(AnnType, []string{"classic", "nlb", "external", "nlb-ip"}, "drivers.aws.loadBalancer.defaultType (classic)",
+	annotations.Enum(AnnType, []string{string(TypeClassic), string(TypeNLB), "external", "nlb-ip"}, "drivers.aws.loadBalancer.defaultType ("+string(DefaultLBType)+")",
 		"classic: a Classic Load Balancer; nlb: a Network Load Balancer with instance targets. external and nlb-ip are left to the AWS Load Balancer Controller, as the AWS CCM does."),
 	annotations.String(AnnInternal, "true or false", "false", "true makes an internal NLB (scheme internal).", func(s string) error {
 		if _, err := strconv.ParseBool(s); err != nil {

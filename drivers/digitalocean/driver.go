@@ -135,8 +135,14 @@ func init() {
 		NewConfig: func() any {
 			return &Config{APIURL: DefaultAPIURL, LoadBalancer: LoadBalancerConfig{DefaultType: typeRegionalNetwork}, Firewall: FirewallConfig{Tags: []string{}}}
 		},
-		New:             New,
-		Capabilities:    []driver.Capability{driver.Instances, driver.LoadBalancers, driver.Volumes},
+		New:      New,
+		Title:    "DigitalOcean",
+		Upstream: "digitalocean/digitalocean-cloud-controller-manager",
+		Credentials: []driver.Credential{
+			{Key: "token", Name: "digitalocean-token", SecretKey: "digitalocean-token"},
+		},
+		Annotations:     LBAnnotations,
+		Capabilities:    []driver.Capability{driver.Instances, driver.LoadBalancers, driver.Inventory, driver.Tasks, driver.Volumes},
 		Classify:        classify,
 		UpstreamMetrics: upstreamMetrics,
 		CredentialsHint: "the API token at drivers.digitalocean.token (it needs read access to droplets and write access to load balancers)",

@@ -71,7 +71,7 @@ type Config struct {
 	Endpoint string `koanf:"endpoint"`
 	// HealthCheckSourceRanges are where Google's health checkers come
 	// from, which the health checks' firewall rules admit (upstream's
-	// --cloud-provider-gce-l4-lb-source-cidrs); empty: Google's ranges.
+	// --cloud-provider-gce-lb-src-cidrs); empty: Google's ranges.
 	HealthCheckSourceRanges []string `koanf:"healthCheckSourceRanges"`
 	// ClusterID names the resources the cluster's load balancers share,
 	// as cloud-provider-gcp's cluster ID; empty: the ConfigMap
@@ -155,10 +155,16 @@ func (c *Config) Validate() error {
 
 func init() {
 	driver.Register(driver.Driver{
-		Name:            Name,
-		NewConfig:       func() any { return &Config{StackType: StackIPv4} },
-		New:             New,
-		Capabilities:    []driver.Capability{driver.Instances, driver.LoadBalancers, driver.Routes, driver.Volumes},
+		Name:      Name,
+		NewConfig: func() any { return &Config{StackType: StackIPv4} },
+		New:       New,
+		Title:     "Google Compute Engine",
+		Upstream:  "kubernetes/cloud-provider-gcp",
+		Credentials: []driver.Credential{
+			{Key: "credentials", Name: "gce-credentials.json", SecretKey: "gce-service-account.json", Unset: "the VM's service account"},
+		},
+		Annotations:     LBAnnotations,
+		Capabilities:    []driver.Capability{driver.Instances, driver.Zones, driver.LoadBalancers, driver.Inventory, driver.Routes, driver.Volumes},
 		Classify:        classify,
 		UpstreamMetrics: upstreamMetrics,
 		CredentialsHint: "the service account (drivers.gce.credentials, GOOGLE_APPLICATION_CREDENTIALS or the instance's) and its compute permissions",

@@ -100,8 +100,14 @@ func init() {
 		NewConfig: func() any {
 			return &Config{APIURL: DefaultAPIURL, Instances: InstancesConfig{AddressFamily: FamilyIPv4, ZoneLabel: true}, LoadBalancer: defaultLoadBalancerConfig()}
 		},
-		New:             New,
-		Capabilities:    capabilities,
+		New:      New,
+		Title:    "Hetzner Cloud",
+		Upstream: "hetznercloud/hcloud-cloud-controller-manager",
+		Credentials: []driver.Credential{
+			{Key: "token", Name: "hcloud-token", SecretKey: "hcloud-token"},
+		},
+		Annotations:     LBAnnotations,
+		Capabilities:    []driver.Capability{driver.Instances, driver.Zones, driver.LoadBalancers, driver.Inventory, driver.Routes, driver.Volumes},
 		Classify:        classify,
 		UpstreamMetrics: upstreamMetrics,
 		CredentialsHint: "the API token at drivers.hetzner.token (a Read & Write token of the cluster's Hetzner Cloud project)",

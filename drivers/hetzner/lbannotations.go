@@ -124,7 +124,7 @@ func checkHostname(s string) error {
 }
 
 // LBAnnotations are the annotations the Hetzner driver supports: every
-// load-balancer.hetzner.cloud/* key of hcloud CCM (v1.30).
+// load-balancer.hetzner.cloud/* key of hcloud CCM (as of v1.35.0).
 var LBAnnotations = annotations.NewSet(
 	[]string{annPrefix},
 	annotations.String(AnnName, "a load balancer name", "a + the Service UID",

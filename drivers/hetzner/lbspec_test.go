@@ -326,7 +326,7 @@ func TestUnknownAnnotationIsAWarning(t *testing.T) {
 }
 
 func TestAnnotationsDeclareEveryUpstreamKey(t *testing.T) {
-	// Every load-balancer.hetzner.cloud/* key hcloud CCM v1.30 defines.
+	// Every load-balancer.hetzner.cloud/* key hcloud CCM v1.35.0 defines.
 	upstream := []string{"ipv4", "ipv4-rdns", "ipv6", "ipv6-rdns", "ipv6-disabled", "name", "disable-public-network",
 		"disable-private-ingress", "use-private-ip", "private-ipv4", "private-subnet-ip-range", "hostname", "protocol",
 		"algorithm-type", "type", "location", "network-zone", "node-selector", "uses-proxyprotocol", "http-cookie-name",

@@ -18,12 +18,8 @@ import (
 
 	"github.com/polyccm/polyccm/core/annotations"
 	"github.com/polyccm/polyccm/core/cloudapi"
-	"github.com/polyccm/polyccm/core/driver"
 	"github.com/polyccm/polyccm/core/loadbalancers"
 )
-
-// capabilities are what the driver declares.
-var capabilities = []driver.Capability{driver.Instances, driver.Routes, driver.Volumes, driver.LoadBalancers}
 
 // loadBalancers implements cloudprovider.LoadBalancer on Hetzner Cloud
 // load balancers, one per Service, as hcloud CCM makes them.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/polyccm/polyccm/test/cluster"
+	"github.com/polyccm/polyccm/test/simcloud"
 )
 
 // TestBenchSmall runs the benchmark as `make bench` does, at a size that
@@ -19,7 +20,7 @@ import (
 // and wrote. The real sizes are for `make bench`, never for a timed test.
 func TestBenchSmall(t *testing.T) {
 	cluster.SkipIfNoBinaries(t)
-	for _, driver := range []string{"digitalocean", "aws", "gce", "hetzner"} {
+	for _, driver := range simcloud.Names() {
 		t.Run(driver, func(t *testing.T) {
 			out := t.TempDir()
 			o := options{
@@ -167,7 +168,7 @@ func TestBenchSteady(t *testing.T) {
 // targets exactly the new set, with no throttled call.
 func TestBenchLoadBalancers(t *testing.T) {
 	cluster.SkipIfNoBinaries(t)
-	for _, driver := range []string{"digitalocean", "aws", "gce", "hetzner"} {
+	for _, driver := range simcloud.Names() {
 		t.Run(driver, func(t *testing.T) {
 			o := options{
 				Driver: driver, Nodes: []int{1}, Latency: 10 * time.Millisecond, LatencyMS: 10, Rate: 20, Burst: 40,

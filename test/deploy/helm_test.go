@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -31,7 +30,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/polyccm/polyccm/config"
-	"github.com/polyccm/polyccm/config/secret"
 	"github.com/polyccm/polyccm/core/driver"
 	_ "github.com/polyccm/polyccm/drivers/all" // every driver, for config.Load and their secret fields
 	"github.com/polyccm/polyccm/test/cluster"
@@ -49,7 +47,8 @@ const (
 	chartNamespace = "kube-system"
 )
 
-var chartDrivers = []string{"aws", "gce", "digitalocean", "hetzner"}
+// chartDrivers are the drivers the chart serves: the registry's.
+var chartDrivers = driver.Default().Names()
 
 // regexpSemverTag is a release tag: vMAJOR.MINOR.PATCH.
 var regexpSemverTag = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`)
@@ -582,31 +581,7 @@ func driverSecretFields(t *testing.T, name string) map[string]string {
 	if !ok {
 		t.Fatalf("no driver %s in this build", name)
 	}
-	out := map[string]string{}
-	secretType := reflect.TypeFor[secret.Secret]()
-	var walk func(prefix string, typ reflect.Type, kind string)
-	walk = func(prefix string, typ reflect.Type, kind string) {
-		for typ.Kind() == reflect.Pointer {
-			typ = typ.Elem()
-		}
-		if typ == secretType {
-			out[prefix] = kind
-			return
-		}
-		if typ.Kind() != reflect.Struct {
-			return
-		}
-		for i := range typ.NumField() {
-			f := typ.Field(i)
-			tag := f.Tag.Get("koanf")
-			if tag == "" || tag == "-" || !f.IsExported() {
-				continue
-			}
-			walk(strings.TrimPrefix(prefix+"."+tag, "."), f.Type, f.Tag.Get("secret"))
-		}
-	}
-	walk("", reflect.TypeOf(d.NewConfig()), "")
-	return out
+	return config.SecretFields(d.NewConfig())
 }
 
 // chartDefaults is values.yaml.

@@ -85,7 +85,7 @@ func TestRunsAsTheUnitRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(fake.Close)
-	credName := unitCredentials["drivers.digitalocean.token"]
+	credName := unitCredential(t, "digitalocean", "token")
 	dir := t.TempDir()
 	creds := filepath.Join(dir, "credentials")
 	if err := os.Mkdir(creds, 0o700); err != nil {

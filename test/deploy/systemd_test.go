@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -17,7 +16,6 @@ import (
 	"testing"
 
 	"github.com/polyccm/polyccm/config"
-	"github.com/polyccm/polyccm/config/secret"
 	"github.com/polyccm/polyccm/core/driver"
 	_ "github.com/polyccm/polyccm/drivers/all" // every driver, for their secrets
 )
@@ -30,16 +28,20 @@ const (
 	maxExposure = 2.0
 )
 
-// unitCredentials names the systemd credential (LoadCredential=) the unit
-// provides for each driver secret, to be given in the config as
-// {credential: NAME}. A driver secret missing here fails
-// TestUnitLoadsEveryDriverSecret: add it to the unit and here.
-var unitCredentials = map[string]string{
-	"drivers.digitalocean.token":  "digitalocean-token",
-	"drivers.aws.accessKeyID":     "aws-access-key-id",
-	"drivers.aws.secretAccessKey": "aws-secret-access-key",
-	"drivers.gce.credentials":     "gce-credentials.json",
-	"drivers.hetzner.token":       "hcloud-token",
+// unitCredential is the systemd credential (LoadCredential=) the unit
+// provides for a driver secret, to be given in the config as
+// {credential: NAME}: the driver's registered Credentials name it, and
+// test/registrycheck holds the unit to them.
+func unitCredential(t *testing.T, driverName, key string) string {
+	t.Helper()
+	d, _ := driver.Default().Lookup(driverName)
+	for _, c := range d.Credentials {
+		if c.Key == key {
+			return c.Name
+		}
+	}
+	t.Fatalf("driver %s registers no credential %s", driverName, key)
+	return ""
 }
 
 // systemdAnalyze returns the path of systemd-analyze. Without it the
@@ -308,64 +310,6 @@ func TestUnitKeys(t *testing.T) {
 	}
 	if _, ok := u.last("Install", "WantedBy"); !ok {
 		t.Error("[Install] has no WantedBy=: systemctl enable would do nothing")
-	}
-}
-
-// driverSecrets lists the config key of every secret.Secret in every
-// compiled-in driver's config, e.g. "drivers.aws.accessKeyID".
-func driverSecrets(t *testing.T) []string {
-	t.Helper()
-	secretType := reflect.TypeOf(secret.Secret{})
-	var keys []string
-	var walk func(prefix string, typ reflect.Type)
-	walk = func(prefix string, typ reflect.Type) {
-		for typ.Kind() == reflect.Pointer {
-			typ = typ.Elem()
-		}
-		if typ == secretType {
-			keys = append(keys, prefix)
-			return
-		}
-		if typ.Kind() != reflect.Struct {
-			return
-		}
-		for i := range typ.NumField() {
-			f := typ.Field(i)
-			tag, _, _ := strings.Cut(f.Tag.Get("koanf"), ",")
-			if !f.IsExported() || tag == "" || tag == "-" {
-				continue
-			}
-			walk(prefix+"."+tag, f.Type)
-		}
-	}
-	reg := driver.Default()
-	for _, name := range reg.Names() {
-		d, _ := reg.Lookup(name)
-		walk("drivers."+name, reflect.TypeOf(d.NewConfig()))
-	}
-	if len(keys) == 0 {
-		t.Fatal("found no driver secrets: is the walk broken?")
-	}
-	return keys
-}
-
-// Every driver secret can come from a systemd credential the unit loads.
-func TestUnitLoadsEveryDriverSecret(t *testing.T) {
-	u := parseUnit(t, string(repoFile(t, unitPath)))
-	loaded := map[string]bool{}
-	for _, v := range u["Service"]["LoadCredential"] {
-		id, _, _ := strings.Cut(v, ":")
-		loaded[id] = true
-	}
-	for _, key := range driverSecrets(t) {
-		name, ok := unitCredentials[key]
-		if !ok {
-			t.Errorf("the driver secret %s has no systemd credential: add LoadCredential=NAME to %s and %s to unitCredentials", key, unitPath, key)
-			continue
-		}
-		if !loaded[name] {
-			t.Errorf("%s: no LoadCredential=%s for %s", unitPath, name, key)
-		}
 	}
 }
 

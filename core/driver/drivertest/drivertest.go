@@ -255,6 +255,12 @@ func RunInstances(t *testing.T, f Fake) {
 		if err != nil || md.ProviderID != a.Spec.ProviderID {
 			t.Errorf("InstanceMetadata(%s) = %+v, %v", a.Name, md, err)
 		}
+		// The registry's declaration is what the Node gets: a driver that
+		// says Zones gives a zone label, one that does not gives none
+		// (DigitalOcean: regions only, as its CCM).
+		if d, _ := driver.Default().Lookup(f.Driver()); err == nil && d.Has(driver.Zones) != (md.Zone != "") {
+			t.Errorf("driver %s declares %s: %v, but InstanceMetadata(%s) has zone %q", f.Driver(), driver.Zones, d.Has(driver.Zones), a.Name, md.Zone)
+		}
 		clear := f.InjectLookupFault(Fault{Status: 503})
 		defer clear()
 		in = instances.New(src, instances.Options{Driver: f.Driver(), BatchWindow: time.Millisecond, Timeout: 5 * time.Second})
