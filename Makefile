@@ -98,9 +98,13 @@ test-unit:
 # within 15 minutes on 2 cores; a longer soak: make test-e2e SOAK_DURATION=10m.
 SOAK_DURATION ?= 90s
 
+# E2E_SHARDS processes run the e2e tests side by side (test/shard), each
+# with its own control plane and fakes; E2E_SHARDS=1 runs them one by one.
+E2E_SHARDS ?= 4
+
 test-e2e: tools build
 	CCMTEST_REQUIRE_CLUSTER=1 CCMTEST_POLYCCM_BIN=$(CURDIR)/$(BIN) CCMTEST_SOAK_DURATION=$(SOAK_DURATION) \
-		$(GO) test -count=1 -tags e2e -timeout 30m -v ./test/e2e/
+		$(GO) run ./test/shard -n $(E2E_SHARDS) -tags e2e -timeout 30m ./test/e2e
 	CCMTEST_REQUIRE_CLUSTER=1 CCMTEST_POLYCCM_BIN=$(CURDIR)/$(BIN) \
 		$(GO) test -count=1 -tags e2e -timeout 15m -v ./test/bench/
 

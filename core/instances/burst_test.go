@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polyccm/polyccm/core/batch"
 	"github.com/polyccm/polyccm/core/instances"
 )
 
 // listingCloud prices as the drivers do: filtered lookups take a call per
 // 200 keys, a full listing a call per 1000 instances and answers for all.
 type listingCloud struct {
-	sizes   instances.ListSizes
+	sizes   batch.ListSizes
 	all     []instances.Instance
 	release chan struct{}
 	once    sync.Once

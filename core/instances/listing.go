@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/polyccm/polyccm/core/batch"
 )
 
 // Listing answers batches for a cloud whose API looks instances up one ID
 // at a time or lists them all, page by page (DigitalOcean, Hetzner Cloud):
 // a GET per instance, or one paged listing when that costs no more calls
-// for this batch and the keys expected behind it (ListSizes, priced against
+// for this batch and the keys expected behind it (batch.ListSizes, priced against
 // recent demand). An instance a listing lacks is confirmed with a GET (or
 // a listing by name) before it is reported gone: a listing that raced with
 // changes never makes a Node look deleted. A driver gives it the calls and
@@ -36,47 +38,46 @@ type Listing[ID comparable, T any] struct {
 	// ("droplets", "digitalocean://<droplet-id>").
 	Plural, ProviderIDForm string
 
-	sizes ListSizes
+	once sync.Once
+	ids  *batch.Listing[ID, T]
 }
-
-const listingScope = "all"
 
 // Lookup answers the batch; convert maps an item, told whether its name
 // identifies it (several instances may share a name on some clouds).
 func (l *Listing[ID, T]) Lookup(ctx context.Context, keys []Key, convert func(item T, uniqueName bool) *Instance) (Answer, error) {
+	l.once.Do(func() {
+		l.ids = &batch.Listing[ID, T]{IDOf: l.IDOf, Get: l.Get, List: l.List, PerPage: l.PerPage, Concurrency: l.Concurrency}
+	})
 	g := Group(keys, l.Parse)
 	results := g.Results
 	if len(g.ByRef) == 0 && len(g.ByName) == 0 {
 		return Answer{Results: results}, nil
 	}
-	if len(g.ByName) == 0 && !l.sizes.PreferFullFor(ctx, listingScope, len(g.ByRef), len(g.ByRef), l.PerPage) {
-		l.getEach(ctx, g.ByRef, results, convert)
-		return Answer{Results: results}, nil
+	ids := make([]ID, 0, len(g.ByRef))
+	for id := range g.ByRef {
+		ids = append(ids, id)
 	}
-
-	items, err := l.List(ctx)
+	// Names are found only in a listing.
+	outcomes, items, err := l.ids.Resolve(ctx, ids, len(g.ByName) > 0)
 	if err != nil {
 		return Answer{}, err
 	}
-	l.sizes.Set(listingScope, len(items))
-	byID := make(map[ID]T, len(items))
 	byName := make(map[string][]T, len(items))
+	listed := make(map[ID]bool, len(items))
 	for _, it := range items {
-		byID[l.IDOf(it)] = it
 		byName[l.NameOf(it)] = append(byName[l.NameOf(it)], it)
+		listed[l.IDOf(it)] = true
 	}
 	unique := func(it T) bool { return len(byName[l.NameOf(it)]) == 1 }
-	missing := map[ID][]int{}
 	for id, idx := range g.ByRef {
-		it, ok := byID[id]
-		if !ok {
-			missing[id] = idx
-			continue
+		o := outcomes[id]
+		r := Result{Err: o.Err}
+		if o.Found {
+			// A GET says nothing of other instances with its name.
+			r.Instance = convert(o.Item, listed[id] && unique(o.Item))
 		}
-		setAll(results, idx, Result{Instance: convert(it, unique(it))})
+		setAll(results, idx, r)
 	}
-	// A listing can miss one made or renamed while it ran: confirm.
-	l.getEach(ctx, missing, results, convert)
 	for name, idx := range g.ByName {
 		its := byName[name]
 		if len(its) == 0 && l.ListByName != nil {
@@ -86,6 +87,9 @@ func (l *Listing[ID, T]) Lookup(ctx context.Context, keys []Key, convert func(it
 			}
 		}
 		setAll(results, idx, l.byName(name, its, convert))
+	}
+	if items == nil {
+		return Answer{Results: results}, nil
 	}
 	seen := make([]Instance, 0, len(items))
 	for _, it := range items {
@@ -108,35 +112,6 @@ func (l *Listing[ID, T]) byName(name string, its []T, convert func(T, bool) *Ins
 		plural = "instances"
 	}
 	return Result{Err: fmt.Errorf("%d %s are named %q; set the Node's spec.providerID (%s) to say which", len(its), plural, name, l.ProviderIDForm)}
-}
-
-func (l *Listing[ID, T]) getEach(ctx context.Context, ids map[ID][]int, results []Result, convert func(T, bool) *Instance) {
-	n := l.Concurrency
-	if n <= 0 {
-		n = 8
-	}
-	sem := make(chan struct{}, n)
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for id, idx := range ids {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			it, found, err := l.Get(ctx, id)
-			var r Result
-			switch {
-			case err != nil:
-				r.Err = err
-			case found:
-				// A GET says nothing of other instances with its name.
-				r.Instance = convert(it, false)
-			}
-			mu.Lock()
-			setAll(results, idx, r)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
 }
 
 func setAll(results []Result, idx []int, r Result) {

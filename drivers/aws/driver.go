@@ -31,6 +31,7 @@ import (
 
 	"github.com/polyccm/polyccm/config"
 	"github.com/polyccm/polyccm/config/secret"
+	"github.com/polyccm/polyccm/core/batch"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/driver"
 	"github.com/polyccm/polyccm/core/instances"
@@ -223,7 +224,7 @@ type Cloud struct {
 	nodes     corelisters.NodeLister // nil without informers
 	services  corelisters.ServiceLister
 	topology  *topologies
-	listSizes instances.ListSizes // instances per VPC, to price full listings
+	listSizes batch.ListSizes // instances per VPC, to price full listings
 	lbs       *loadBalancers
 	routes    *routes
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync/atomic"
 
 	"github.com/digitalocean/godo"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/polyccm/polyccm/core/instances"
 	"github.com/polyccm/polyccm/core/loadbalancers"
 	"github.com/polyccm/polyccm/core/version"
+	"github.com/polyccm/polyccm/core/volumes"
 )
 
 // Name is the driver's name in the config and in build tags.
@@ -157,9 +157,8 @@ type Cloud struct {
 	lbs    *loadBalancers
 
 	listing *instances.Listing[int, godo.Droplet]
-	// lastVolumes is the volume count from the latest listing; it tells
-	// whether a few GETs are cheaper than a full listing.
-	lastVolumes atomic.Int64
+	// volumeListing is the same for volumes.
+	volumeListing *volumes.Listing[string, *godo.Volume]
 }
 
 // New builds the cloud. It makes no API call.
@@ -185,6 +184,7 @@ func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
 	}
 	c := &Cloud{client: client, api: deps.API, cfg: *cfg}
 	c.listing = c.newListing()
+	c.volumeListing = c.newVolumeListing()
 	c.lbs = &loadBalancers{c: c, deps: deps, cluster: deps.ClusterName, own: loadbalancers.NewOwnership(loadbalancers.Options{
 		Cloud:         "DigitalOcean",
 		Informers:     deps.Informers,

@@ -2,7 +2,6 @@ package digitalocean
 
 import (
 	"context"
-	"sync"
 
 	"github.com/digitalocean/godo"
 	v1 "k8s.io/api/core/v1"
@@ -31,87 +30,48 @@ func (c *Cloud) VolumeKey(pv *v1.PersistentVolume) (volumes.Key, bool, error) {
 	return volumes.Key{ID: h}, true, nil
 }
 
-// LookupVolumes resolves a batch as droplets are: one paginated listing of
-// every volume when that takes fewer calls than a GET each (or the volume
-// count is not known yet), else a GET per volume. A volume the listing
-// lacked is confirmed with a GET before it is reported gone.
+// LookupVolumes resolves a batch as droplets are, through core's listing:
+// a GET per volume, or one paginated listing of every volume when that
+// costs no more calls; a volume the listing lacked is confirmed with a GET
+// before it is reported gone.
 //
 // DigitalOcean volumes live in a region and attach to any droplet there;
 // there are no zones, so a volume has a region and no zone, which is also
 // the one topology key the DigitalOcean CSI driver reports ("region").
 func (c *Cloud) LookupVolumes(ctx context.Context, keys []volumes.Key) (volumes.Answer, error) {
-	results := make([]volumes.Result, len(keys))
-	var ids []int // indexes of valid keys
-	for i, k := range keys {
-		if !uuidRE.MatchString(k.ID) {
-			results[i].Err = cloudapi.Invalid("%q is not a DigitalOcean volume ID", k.ID)
-			continue
-		}
-		ids = append(ids, i)
-	}
-	if len(ids) == 0 {
-		return volumes.Answer{Results: results}, nil
-	}
-	pages := (int(c.lastVolumes.Load()) + perPage - 1) / perPage
-	if pages > 0 && len(ids) < pages {
-		c.getVolumes(ctx, keys, ids, results)
-		return volumes.Answer{Results: results}, nil
-	}
-	all, err := c.listVolumes(ctx)
-	if err != nil {
-		return volumes.Answer{}, err
-	}
-	index := map[string]*godo.Volume{}
-	for i := range all {
-		index[all[i].ID] = &all[i]
-	}
-	var missing []int
-	for _, i := range ids {
-		if v, ok := index[keys[i].ID]; ok {
-			results[i].Volume = toVolume(v)
-		} else {
-			missing = append(missing, i)
-		}
-	}
-	c.getVolumes(ctx, keys, missing, results)
-	seen := make([]volumes.Volume, 0, len(all))
-	for i := range all {
-		seen = append(seen, *toVolume(&all[i]))
-	}
-	return volumes.Answer{Results: results, Seen: seen}, nil
+	return c.volumeListing.Lookup(ctx, keys, toVolume)
 }
 
-// getVolumes GETs the volumes of keys[i] for each i in idx: a 404 leaves
-// the result empty (gone), other errors are the key's.
-func (c *Cloud) getVolumes(ctx context.Context, keys []volumes.Key, idx []int, results []volumes.Result) {
-	sem := make(chan struct{}, getConcurrency)
-	var wg sync.WaitGroup
-	for _, i := range idx {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			var v *godo.Volume
-			err := c.api.Do(ctx, "volumes.get", func(ctx context.Context) error {
-				var err error
-				v, _, err = c.client.Storage.GetVolume(ctx, keys[i].ID)
-				return err
-			})
-			switch {
-			case cloudapi.IsNotFound(err):
-			case err != nil:
-				results[i].Err = err
-			default:
-				results[i].Volume = toVolume(v)
+// newVolumeListing is how core's listing reaches volumes.
+func (c *Cloud) newVolumeListing() *volumes.Listing[string, *godo.Volume] {
+	l := &volumes.Listing[string, *godo.Volume]{
+		Parse: func(k volumes.Key) (string, error) {
+			if !uuidRE.MatchString(k.ID) {
+				return "", cloudapi.Invalid("%q is not a DigitalOcean volume ID", k.ID)
 			}
-		}()
+			return k.ID, nil
+		},
 	}
-	wg.Wait()
+	l.IDOf = func(v *godo.Volume) string { return v.ID }
+	l.Get = func(ctx context.Context, id string) (*godo.Volume, bool, error) {
+		var v *godo.Volume
+		err := c.api.Do(ctx, "volumes.get", func(ctx context.Context) error {
+			var err error
+			v, _, err = c.client.Storage.GetVolume(ctx, id)
+			return err
+		})
+		if cloudapi.IsNotFound(err) {
+			return nil, false, nil
+		}
+		return v, err == nil, err
+	}
+	l.List, l.PerPage, l.Concurrency = c.listVolumes, perPage, getConcurrency
+	return l
 }
 
 // listVolumes pages through every volume of the account.
-func (c *Cloud) listVolumes(ctx context.Context) ([]godo.Volume, error) {
-	var all []godo.Volume
+func (c *Cloud) listVolumes(ctx context.Context) ([]*godo.Volume, error) {
+	var all []*godo.Volume
 	seen := map[string]bool{}
 	list := func(ctx context.Context, opt *godo.ListOptions) ([]godo.Volume, *godo.Response, error) {
 		return c.client.Storage.ListVolumes(ctx, &godo.ListVolumeParams{ListOptions: opt})
@@ -121,11 +81,8 @@ func (c *Cloud) listVolumes(ctx context.Context) ([]godo.Volume, error) {
 			// Pages shift when volumes come and go mid-listing.
 			if !seen[v.ID] {
 				seen[v.ID] = true
-				all = append(all, v)
+				all = append(all, &v)
 			}
-		}
-		if resp.Meta != nil {
-			c.lastVolumes.Store(int64(resp.Meta.Total))
 		}
 		return true
 	})

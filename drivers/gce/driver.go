@@ -30,6 +30,7 @@ import (
 
 	"github.com/polyccm/polyccm/config"
 	"github.com/polyccm/polyccm/config/secret"
+	"github.com/polyccm/polyccm/core/batch"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/driver"
 	"github.com/polyccm/polyccm/core/instances"
@@ -182,8 +183,8 @@ type Cloud struct {
 	clients *clients
 	env     *environment
 
-	sizes  instances.ListSizes // instances per zone and project, from full listings
-	tags   tagCache            // instances' network tags, for firewall targets
+	sizes  batch.ListSizes // instances per zone and project, from full listings
+	tags   tagCache        // instances' network tags, for firewall targets
 	nodes  corelisters.NodeLister
 	lbs    *loadBalancers
 	routes *routes

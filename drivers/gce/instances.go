@@ -166,7 +166,7 @@ zones:
 
 // filtersFor returns the list filters covering names in scope, or "" for
 // one unfiltered listing when that costs no more calls, counting the keys
-// queued behind the batch of batchKeys (see instances.ListSizes).
+// queued behind the batch of batchKeys (see batch.ListSizes).
 func (c *Cloud) filtersFor(ctx context.Context, scope string, names []string, batchKeys int) []string {
 	if len(names) == 0 {
 		return nil

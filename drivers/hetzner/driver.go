@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/polyccm/polyccm/core/driver"
 	"github.com/polyccm/polyccm/core/instances"
 	"github.com/polyccm/polyccm/core/version"
+	"github.com/polyccm/polyccm/core/volumes"
 )
 
 // Name is the driver's name in the config and in build tags.
@@ -124,8 +124,8 @@ type Cloud struct {
 	routes *routes
 
 	listing *instances.Listing[int64, *hcloud.Server]
-	// lastVolumes is the same for volumes.
-	lastVolumes atomic.Int64
+	// volumeListing is the same for volumes.
+	volumeListing *volumes.Listing[int64, *hcloud.Volume]
 
 	netMu sync.Mutex
 	netID int64 // the configured Network's ID, once resolved
@@ -153,6 +153,7 @@ func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
 	)
 	c := &Cloud{client: client, api: deps.API, cfg: *cfg, deps: deps}
 	c.listing = c.newListing()
+	c.volumeListing = c.newVolumeListing()
 	c.initLoadBalancers()
 	c.initRoutes()
 	return c, nil

@@ -3,7 +3,6 @@ package hetzner
 import (
 	"context"
 	"strconv"
-	"sync"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	v1 "k8s.io/api/core/v1"
@@ -32,90 +31,49 @@ func (c *Cloud) VolumeKey(pv *v1.PersistentVolume) (volumes.Key, bool, error) {
 	return volumes.Key{ID: h}, true, nil
 }
 
-// LookupVolumes resolves a batch as servers are: one paged listing when
-// that takes fewer calls than a GET each (or the volume count is not
-// known yet), else a GET per volume. A volume the listing lacked is
-// confirmed with a GET before it is reported gone.
+// LookupVolumes resolves a batch as servers are, through core's listing:
+// a GET per volume, or one paged listing when that costs no more calls; a
+// volume the listing lacked is confirmed with a GET before it is gone.
 //
 // A volume lives in a location and attaches to servers there. Its PV gets
 // the labels a Node in that location gets: region the location, zone its
 // legacy datacenter (unless instances.zoneLabel is off), so the
 // scheduler's zone and region checks match the Nodes.
 func (c *Cloud) LookupVolumes(ctx context.Context, keys []volumes.Key) (volumes.Answer, error) {
-	results := make([]volumes.Result, len(keys))
-	var idx []int
-	for i, k := range keys {
-		if id, err := strconv.ParseInt(k.ID, 10, 64); err != nil || id <= 0 {
-			results[i].Err = cloudapi.Invalid("%q is not a Hetzner Cloud volume ID", k.ID)
-			continue
-		}
-		idx = append(idx, i)
-	}
-	if len(idx) == 0 {
-		return volumes.Answer{Results: results}, nil
-	}
-	pageCount := (int(c.lastVolumes.Load()) + perPage - 1) / perPage
-	if pageCount > 0 && len(idx) < pageCount {
-		c.getVolumes(ctx, keys, idx, results)
-		return volumes.Answer{Results: results}, nil
-	}
-	all, err := c.listVolumes(ctx)
-	if err != nil {
-		return volumes.Answer{}, err
-	}
-	index := make(map[string]*hcloud.Volume, len(all))
-	for _, v := range all {
-		index[strconv.FormatInt(v.ID, 10)] = v
-	}
-	var missing []int
-	for _, i := range idx {
-		if v, ok := index[keys[i].ID]; ok {
-			results[i].Volume = c.toVolume(v)
-		} else {
-			missing = append(missing, i)
-		}
-	}
-	c.getVolumes(ctx, keys, missing, results)
-	seen := make([]volumes.Volume, 0, len(all))
-	for _, v := range all {
-		seen = append(seen, *c.toVolume(v))
-	}
-	return volumes.Answer{Results: results, Seen: seen}, nil
+	return c.volumeListing.Lookup(ctx, keys, c.toVolume)
 }
 
-// getVolumes GETs the volumes of keys[i] for each i in idx: a 404 leaves
-// the result empty (gone), other errors are the key's.
-func (c *Cloud) getVolumes(ctx context.Context, keys []volumes.Key, idx []int, results []volumes.Result) {
-	sem := make(chan struct{}, getConcurrency)
-	var wg sync.WaitGroup
-	for _, i := range idx {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			id, _ := strconv.ParseInt(keys[i].ID, 10, 64)
-			var v *hcloud.Volume
-			err := c.api.Do(ctx, "volumes.get", func(ctx context.Context) error {
-				var err error
-				v, _, err = c.client.Volume.GetByID(ctx, id)
-				return err
-			})
-			switch {
-			case err != nil:
-				results[i].Err = err
-			case v != nil:
-				results[i].Volume = c.toVolume(v)
+// newVolumeListing is how core's listing reaches volumes.
+func (c *Cloud) newVolumeListing() *volumes.Listing[int64, *hcloud.Volume] {
+	l := &volumes.Listing[int64, *hcloud.Volume]{
+		Parse: func(k volumes.Key) (int64, error) {
+			id, err := strconv.ParseInt(k.ID, 10, 64)
+			if err != nil || id <= 0 {
+				return 0, cloudapi.Invalid("%q is not a Hetzner Cloud volume ID", k.ID)
 			}
-		}()
+			return id, nil
+		},
 	}
-	wg.Wait()
+	l.IDOf = func(v *hcloud.Volume) int64 { return v.ID }
+	l.Get = func(ctx context.Context, id int64) (*hcloud.Volume, bool, error) {
+		var v *hcloud.Volume
+		err := c.api.Do(ctx, "volumes.get", func(ctx context.Context) error {
+			var err error
+			// hcloud-go answers nil, nil exactly on a 404 not_found.
+			v, _, err = c.client.Volume.GetByID(ctx, id)
+			return err
+		})
+		return v, v != nil, err
+	}
+	l.List, l.PerPage, l.Concurrency = c.listVolumes, perPage, getConcurrency
+	return l
 }
 
 // listVolumes pages through every volume of the project.
 func (c *Cloud) listVolumes(ctx context.Context) ([]*hcloud.Volume, error) {
 	var all []*hcloud.Volume
 	seen := map[int64]bool{}
-	total, err := pages(ctx, c, "volumes.list", func(ctx context.Context, o hcloud.ListOpts) ([]*hcloud.Volume, *hcloud.Response, error) {
+	_, err := pages(ctx, c, "volumes.list", func(ctx context.Context, o hcloud.ListOpts) ([]*hcloud.Volume, *hcloud.Response, error) {
 		return c.client.Volume.List(ctx, hcloud.VolumeListOpts{ListOpts: o})
 	}, func(page []*hcloud.Volume) bool {
 		for _, v := range page {
@@ -126,9 +84,6 @@ func (c *Cloud) listVolumes(ctx context.Context) ([]*hcloud.Volume, error) {
 		}
 		return true
 	})
-	if err == nil {
-		c.lastVolumes.Store(int64(max(total, len(all))))
-	}
 	return all, err
 }
 

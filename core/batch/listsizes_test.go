@@ -1,13 +1,13 @@
-package instances_test
+package batch_test
 
 import (
 	"testing"
 
-	"github.com/polyccm/polyccm/core/instances"
+	"github.com/polyccm/polyccm/core/batch"
 )
 
 func TestListSizesPreferFull(t *testing.T) {
-	var l instances.ListSizes
+	var l batch.ListSizes
 	if l.PreferFull("a", 0, 500) {
 		t.Error("nothing to look up, yet a full listing is preferred")
 	}

@@ -1,10 +1,8 @@
-package instances
+package batch
 
 import (
 	"context"
 	"sync"
-
-	"github.com/polyccm/polyccm/core/batch"
 )
 
 // ListSizes prices the two ways a Source can answer a batch: filtered
@@ -36,7 +34,7 @@ func (l *ListSizes) Set(scope string, n int) {
 // a batch, each batch priced alone would choose one filtered call over a
 // listing: 250 calls where 5 pages do.
 func (l *ListSizes) PreferFullFor(ctx context.Context, scope string, filteredCalls, batchKeys, pageSize int) bool {
-	if w := batch.Expected(ctx); w > 0 && batchKeys > 0 && filteredCalls > 0 {
+	if w := Expected(ctx); w > 0 && batchKeys > 0 && filteredCalls > 0 {
 		filteredCalls = (filteredCalls*(batchKeys+w) + batchKeys - 1) / batchKeys
 	}
 	return l.PreferFull(scope, filteredCalls, pageSize)
