@@ -4,10 +4,11 @@
 // runs each shard as its own process. Each process runs the package's
 // TestMain, so each shard has its own control plane and fake clouds: the
 // e2e tests share nothing across shards. `make test-e2e` runs the e2e
-// tests this way (E2E_SHARDS, default 4: the tests mostly wait on the
-// simulated clouds' timing, so 4 shards fit 2 cores).
+// tests this way (E2E_SHARDS, default 6: the tests mostly wait on the
+// simulated clouds' timing, so 6 shards fit 2 cores) and the benchmark
+// tests in 2.
 //
-//	go run ./test/shard -n 4 -tags e2e -timeout 30m ./test/e2e
+//	go run ./test/shard -n 6 -tags e2e -timeout 30m ./test/e2e
 //
 // Durations come from <package>/testdata/durations.tsv (test name, seconds);
 // -record rewrites it from this run. A test missing from it counts as the
