@@ -268,3 +268,18 @@ func chain(f, g func()) func() {
 	}
 	return func() { f(); g() }
 }
+
+// AnswerOf builds an Answer from a source's own answer types (core's
+// instances and volumes keep names of their own for drivers): n results,
+// result(i) the i-th, and the values the call saw besides.
+func AnswerOf[S any](n int, result func(i int) (*S, error), seen []S) Answer[*S] {
+	out := Answer[*S]{Results: make([]Result[*S], n), Seen: make([]*S, len(seen))}
+	for i := range n {
+		v, err := result(i)
+		out.Results[i] = Result[*S]{Value: v, Err: err}
+	}
+	for i := range seen {
+		out.Seen[i] = &seen[i]
+	}
+	return out
+}

@@ -144,20 +144,8 @@ func New(src Source, o Options) *Instances {
 func sourceOf(src Source) batch.Source[Key, *Instance] {
 	return func(ctx context.Context, keys []Key) (batch.Answer[*Instance], error) {
 		ans, err := src.LookupInstances(ctx, keys)
-		if err != nil {
-			return batch.Answer[*Instance]{}, err
-		}
-		out := batch.Answer[*Instance]{
-			Results: make([]batch.Result[*Instance], len(ans.Results)),
-			Seen:    make([]*Instance, len(ans.Seen)),
-		}
-		for i, r := range ans.Results {
-			out.Results[i] = batch.Result[*Instance]{Value: r.Instance, Err: r.Err}
-		}
-		for i := range ans.Seen {
-			out.Seen[i] = &ans.Seen[i]
-		}
-		return out, nil
+		result := func(i int) (*Instance, error) { return ans.Results[i].Instance, ans.Results[i].Err }
+		return batch.AnswerOf(len(ans.Results), result, ans.Seen), err
 	}
 }
 

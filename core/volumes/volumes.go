@@ -136,20 +136,8 @@ func New(src Source, o Options) *Volumes {
 func sourceOf(src Source) batch.Source[Key, *Volume] {
 	return func(ctx context.Context, keys []Key) (batch.Answer[*Volume], error) {
 		ans, err := src.LookupVolumes(ctx, keys)
-		if err != nil {
-			return batch.Answer[*Volume]{}, err
-		}
-		out := batch.Answer[*Volume]{
-			Results: make([]batch.Result[*Volume], len(ans.Results)),
-			Seen:    make([]*Volume, len(ans.Seen)),
-		}
-		for i, r := range ans.Results {
-			out.Results[i] = batch.Result[*Volume]{Value: r.Volume, Err: r.Err}
-		}
-		for i := range ans.Seen {
-			out.Seen[i] = &ans.Seen[i]
-		}
-		return out, nil
+		result := func(i int) (*Volume, error) { return ans.Results[i].Volume, ans.Results[i].Err }
+		return batch.AnswerOf(len(ans.Results), result, ans.Seen), err
 	}
 }
 
