@@ -1,0 +1,95 @@
+package openstack
+
+import (
+	"context"
+
+	"github.com/gophercloud/gophercloud/v2"
+	gcopenstack "github.com/gophercloud/gophercloud/v2/openstack"
+
+	"github.com/polyccm/polyccm/core/version"
+)
+
+// clients are the service clients of one Keystone session.
+type clients struct {
+	provider *gophercloud.ProviderClient
+	compute  *gophercloud.ServiceClient
+	network  *gophercloud.ServiceClient
+}
+
+// session authenticates once (Keystone v3, password or application
+// credential), finds the region's endpoints in the catalog and keeps
+// them; gophercloud re-authenticates on a 401 itself. Secrets are read on
+// each authentication, so rotating their files needs no restart.
+func (c *Cloud) session(ctx context.Context) (*clients, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.clients != nil {
+		return c.clients, nil
+	}
+	provider, err := gcopenstack.NewClient(c.cfg.AuthURL)
+	if err != nil {
+		return nil, err
+	}
+	provider.HTTPClient = *c.http
+	provider.UserAgent.Prepend("polyccm/" + version.Version)
+	opts, err := c.authOptions()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.api.Do(ctx, "identity.tokens.create", func(ctx context.Context) error {
+		return gcopenstack.AuthenticateV3(ctx, provider, &opts, c.endpoint())
+	}); err != nil {
+		return nil, err
+	}
+	cl := &clients{provider: provider}
+	if cl.compute, err = gcopenstack.NewComputeV2(provider, c.endpoint()); err != nil {
+		return nil, catalogError("compute", c.cfg.Region, err)
+	}
+	// No microversion, as upstream: a server embeds its flavor's ID, whose
+	// name (what the instance-type label holds) is read once per flavor.
+	if cl.network, err = gcopenstack.NewNetworkV2(provider, c.endpoint()); err != nil {
+		return nil, catalogError("network", c.cfg.Region, err)
+	}
+	c.clients = cl
+	return cl, nil
+}
+
+// authOptions are the Keystone v3 options from the config, secrets read
+// now.
+func (c *Cloud) authOptions() (gophercloud.AuthOptions, error) {
+	cfg := c.cfg
+	opts := gophercloud.AuthOptions{
+		IdentityEndpoint: cfg.AuthURL,
+		Username:         cfg.Username,
+		UserID:           cfg.UserID,
+		DomainName:       cfg.UserDomainName,
+		DomainID:         cfg.UserDomainID,
+		AllowReauth:      true,
+	}
+	if !cfg.ApplicationCredentialSecret.IsZero() {
+		s, err := cfg.ApplicationCredentialSecret.RevealToken()
+		if err != nil {
+			return opts, credentialError("applicationCredentialSecret", err)
+		}
+		opts.ApplicationCredentialID = cfg.ApplicationCredentialID
+		opts.ApplicationCredentialName = cfg.ApplicationCredentialName
+		opts.ApplicationCredentialSecret = s
+		return opts, nil
+	}
+	p, err := cfg.Password.RevealToken()
+	if err != nil {
+		return opts, credentialError("password", err)
+	}
+	opts.Password = p
+	opts.Scope = &gophercloud.AuthScope{
+		ProjectID:   cfg.ProjectID,
+		ProjectName: cfg.ProjectName,
+		DomainID:    cfg.ProjectDomainID,
+		DomainName:  cfg.ProjectDomainName,
+	}
+	if cfg.ProjectID != "" {
+		// A project ID names it alone; Keystone refuses a domain with it.
+		opts.Scope.DomainID, opts.Scope.DomainName = "", ""
+	}
+	return opts, nil
+}

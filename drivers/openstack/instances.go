@@ -1,0 +1,294 @@
+package openstack
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/pagination"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/polyccm/polyccm/core/cloudapi"
+	"github.com/polyccm/polyccm/core/instances"
+)
+
+// ProviderName is the providerID scheme openstack-cloud-controller-manager
+// writes and reads.
+const ProviderName = "openstack"
+
+// statusShutoff is a stopped server: its Node gets the shutdown taint.
+const statusShutoff = "SHUTOFF"
+
+// pageSize is the servers and ports asked for per page (Nova's default
+// max_limit is 1000).
+const pageSize = 1000
+
+// getConcurrency bounds parallel GETs when those beat a full listing.
+const getConcurrency = 8
+
+// portBatch bounds the server IDs one ports query filters on, so the URL
+// stays short (each ID is 36 characters).
+const portBatch = 50
+
+// server is a server with what its Node needs besides: its ports (the
+// addresses) and its flavor's name (the instance type).
+type server struct {
+	servers.Server
+	ports        []ports.Port
+	instanceType string
+}
+
+// ProviderID is a server's providerID: openstack:///<id>, or with
+// regionalProviderID openstack://<region>/<id>, as upstream writes them.
+func (c *Cloud) ProviderID(id string) string {
+	if c.cfg.RegionalProviderID {
+		return ProviderName + "://" + c.cfg.Region + "/" + id
+	}
+	return ProviderName + ":///" + id
+}
+
+var providerIDRE = regexp.MustCompile(`^` + ProviderName + `://([^/]*)/([^/]+)$`)
+
+// serverID reads both providerID forms upstream accepts; a region that is
+// not this cloud's is an error, as upstream's.
+func (c *Cloud) serverID(providerID string) (string, error) {
+	m := providerIDRE.FindStringSubmatch(providerID)
+	if m == nil {
+		return "", cloudapi.Invalid("providerID %q is not openstack:///<server-id> or openstack://<region>/<server-id>", providerID)
+	}
+	if m[1] != "" && m[1] != c.cfg.Region {
+		return "", cloudapi.Invalid("providerID %q is in region %q, not drivers.openstack.region %q", providerID, m[1], c.cfg.Region)
+	}
+	return m[2], nil
+}
+
+// LookupInstances resolves a batch through core's listing: a GET per
+// server, or one paged listing of every server when that costs no more
+// calls (a join storm, or names asked for); a server a listing lacks is
+// confirmed by GET before its Node is called gone. The found servers'
+// ports come in one Neutron query per 50 servers.
+func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (instances.Answer, error) {
+	return c.listing.Lookup(ctx, keys, func(s *server, unique bool) *instances.Instance { return c.toInstance(s, unique) })
+}
+
+func (c *Cloud) newListing() *instances.Listing[string, *server] {
+	return &instances.Listing[string, *server]{
+		Parse:  c.serverID,
+		IDOf:   func(s *server) string { return s.ID },
+		NameOf: func(s *server) string { return s.Name },
+		Get: func(ctx context.Context, id string) (*server, bool, error) {
+			s, err := c.getServer(ctx, id)
+			if cloudapi.IsNotFound(err) {
+				return nil, false, nil
+			}
+			return s, err == nil, err
+		},
+		List: func(ctx context.Context) ([]*server, error) { return c.listServers(ctx, "") },
+		// Nova filters by a regular expression: anchored, quoted, as
+		// upstream asks.
+		ListByName: func(ctx context.Context, name string) ([]*server, error) {
+			return c.listServers(ctx, "^"+regexp.QuoteMeta(name)+"$")
+		},
+		PerPage:        pageSize,
+		Concurrency:    getConcurrency,
+		Plural:         "servers",
+		ProviderIDForm: ProviderName + ":///<server-id>",
+	}
+}
+
+func (c *Cloud) getServer(ctx context.Context, id string) (*server, error) {
+	cl, err := c.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var s *servers.Server
+	if err := c.api.Do(ctx, "compute.servers.get", func(ctx context.Context) error {
+		s, err = servers.Get(ctx, cl.compute, id).Extract()
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	out := []*server{{Server: *s}}
+	return out[0], c.complete(ctx, cl, out)
+}
+
+// listServers pages through every server (name: a Nova name filter).
+func (c *Cloud) listServers(ctx context.Context, name string) ([]*server, error) {
+	cl, err := c.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var all []*server
+	seen := map[string]bool{}
+	opts := servers.ListOpts{Name: name, Limit: pageSize}
+	for {
+		var page []servers.Server
+		var next string
+		if err := c.api.Do(ctx, "compute.servers.list", func(ctx context.Context) error {
+			page, next, err = onePage(ctx, servers.List(cl.compute, opts), servers.ExtractServers)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		for _, s := range page {
+			// Pages shift when servers come and go mid-listing.
+			if !seen[s.ID] {
+				seen[s.ID] = true
+				all = append(all, &server{Server: s})
+			}
+		}
+		if next == "" || len(page) == 0 {
+			break
+		}
+		opts.Marker = page[len(page)-1].ID
+	}
+	return all, c.complete(ctx, cl, all)
+}
+
+// complete reads what the servers' Nodes need besides the servers: their
+// ports and their flavors' names.
+func (c *Cloud) complete(ctx context.Context, cl *clients, ss []*server) error {
+	if err := c.attachPorts(ctx, cl, ss); err != nil {
+		return err
+	}
+	for _, s := range ss {
+		t, err := c.instanceType(ctx, cl, s.Flavor)
+		if err != nil {
+			return err
+		}
+		s.instanceType = t
+	}
+	return nil
+}
+
+// onePage fetches the first page of a pager, and says whether there is a
+// next: each page is its own call, retried and counted alone.
+func onePage[T any](ctx context.Context, p pagination.Pager, extract func(pagination.Page) ([]T, error)) ([]T, string, error) {
+	var items []T
+	var next string
+	err := p.EachPage(ctx, func(_ context.Context, page pagination.Page) (bool, error) {
+		var err error
+		if items, err = extract(page); err != nil {
+			return false, err
+		}
+		if u, err := page.NextPageURL(); err == nil {
+			next = u
+		}
+		return false, nil // one page a call
+	})
+	return items, next, err
+}
+
+// portsQuery lists the ports of several servers: Neutron ORs a repeated
+// filter.
+type portsQuery []string
+
+func (q portsQuery) ToPortListQuery() (string, error) {
+	v := url.Values{"device_id": q}
+	return "?" + v.Encode(), nil
+}
+
+// attachPorts reads the ports of the servers, a query per 50.
+func (c *Cloud) attachPorts(ctx context.Context, cl *clients, ss []*server) error {
+	byID := make(map[string]*server, len(ss))
+	ids := make([]string, 0, len(ss))
+	for _, s := range ss {
+		byID[s.ID] = s
+		ids = append(ids, s.ID)
+	}
+	for len(ids) > 0 {
+		n := min(len(ids), portBatch)
+		batch := ids[:n]
+		ids = ids[n:]
+		var got []ports.Port
+		if err := c.api.Do(ctx, "network.ports.list", func(ctx context.Context) error {
+			pages, err := ports.List(cl.network, portsQuery(batch)).AllPages(ctx)
+			if err != nil {
+				return err
+			}
+			got, err = ports.ExtractPorts(pages)
+			return err
+		}); err != nil {
+			return err
+		}
+		for _, p := range got {
+			if s := byID[p.DeviceID]; s != nil {
+				s.ports = append(s.ports, p)
+			}
+		}
+	}
+	return nil
+}
+
+// toInstance maps a server as openstack-cloud-controller-manager does:
+// the zone is the availability zone (sanitized as a label value), the
+// region drivers.openstack.region.
+func (c *Cloud) toInstance(s *server, _ bool) *instances.Instance {
+	return &instances.Instance{
+		ProviderID:   c.ProviderID(s.ID),
+		Name:         s.Name,
+		InstanceType: s.instanceType,
+		Zone:         sanitizeLabel(s.AvailabilityZone),
+		Region:       c.cfg.Region,
+		Shutdown:     s.Status == statusShutoff,
+		Addresses:    nodeAddresses(&s.Server, s.ports, c.cfg.Networking),
+	}
+}
+
+// instanceType is the flavor's name as upstream reads it: the name a
+// server embeds (Nova 2.47+: original_name) when it is a label value,
+// else the flavor's name by its ID (older Novas embed only the ID), else
+// its ID. Flavor names are cached: a cluster has few flavors.
+func (c *Cloud) instanceType(ctx context.Context, cl *clients, f map[string]any) (string, error) {
+	if name, ok := f["original_name"].(string); ok && isLabelValue(name) {
+		return name, nil
+	}
+	id, ok := f["id"].(string)
+	if !ok {
+		return "", fmt.Errorf("the server's flavor has neither a usable original_name nor an id: %v", f)
+	}
+	c.flavorMu.Lock()
+	name, known := c.flavors[id]
+	c.flavorMu.Unlock()
+	if known {
+		return name, nil
+	}
+	var fl *flavors.Flavor
+	err := c.api.Do(ctx, "compute.flavors.get", func(ctx context.Context) error {
+		var err error
+		fl, err = flavors.Get(ctx, cl.compute, id).Extract()
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	name = fl.ID
+	if isLabelValue(fl.Name) {
+		name = fl.Name
+	}
+	c.flavorMu.Lock()
+	c.flavors[id] = name
+	c.flavorMu.Unlock()
+	return name, nil
+}
+
+func isLabelValue(v string) bool { return len(validation.IsValidLabelValue(v)) == 0 }
+
+var labelInvalid = regexp.MustCompile(`[^-a-zA-Z0-9_.]+`)
+
+// sanitizeLabel makes an availability zone a label value as upstream's
+// util.SanitizeLabel does: each run of characters a label value cannot
+// hold becomes '-', the ends are trimmed of '-', '_' and '.', and it is
+// cut to 63 characters.
+func sanitizeLabel(v string) string {
+	s := strings.Trim(labelInvalid.ReplaceAllString(v, "-"), "-_.")
+	if len(s) > validation.LabelValueMaxLength {
+		s = s[:validation.LabelValueMaxLength]
+	}
+	return s
+}
