@@ -1,6 +1,7 @@
 package openstack
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -55,15 +56,18 @@ func (c *Cloud) session(ctx context.Context) (*clients, error) {
 }
 
 // authOptions are the Keystone v3 options from the config, secrets read
-// now.
+// now, with the domain defaults gophercloud's clientconfig applies
+// upstream: domainID/domainName stand for the user's and the project's
+// domain where those are unset.
 func (c *Cloud) authOptions() (gophercloud.AuthOptions, error) {
 	cfg := c.cfg
+	userDomainID, userDomainName := cmp.Or(cfg.UserDomainID, cfg.DomainID), cmp.Or(cfg.UserDomainName, cfg.DomainName)
 	opts := gophercloud.AuthOptions{
 		IdentityEndpoint: cfg.AuthURL,
 		Username:         cfg.Username,
 		UserID:           cfg.UserID,
-		DomainName:       cfg.UserDomainName,
-		DomainID:         cfg.UserDomainID,
+		DomainID:         userDomainID,
+		DomainName:       userDomainName,
 		AllowReauth:      true,
 	}
 	if !cfg.ApplicationCredentialSecret.IsZero() {
@@ -81,15 +85,18 @@ func (c *Cloud) authOptions() (gophercloud.AuthOptions, error) {
 		return opts, credentialError("password", err)
 	}
 	opts.Password = p
-	opts.Scope = &gophercloud.AuthScope{
-		ProjectID:   cfg.ProjectID,
-		ProjectName: cfg.ProjectName,
-		DomainID:    cfg.ProjectDomainID,
-		DomainName:  cfg.ProjectDomainName,
-	}
-	if cfg.ProjectID != "" {
+	switch {
+	case cfg.ProjectID != "":
 		// A project ID names it alone; Keystone refuses a domain with it.
-		opts.Scope.DomainID, opts.Scope.DomainName = "", ""
+		opts.Scope = &gophercloud.AuthScope{ProjectID: cfg.ProjectID}
+	case cfg.ProjectName != "":
+		opts.Scope = &gophercloud.AuthScope{
+			ProjectName: cfg.ProjectName,
+			DomainID:    cmp.Or(cfg.ProjectDomainID, cfg.DomainID),
+			DomainName:  cmp.Or(cfg.ProjectDomainName, cfg.DomainName),
+		}
+	default:
+		opts.Scope = &gophercloud.AuthScope{DomainID: cfg.DomainID, DomainName: cfg.DomainName}
 	}
 	return opts, nil
 }

@@ -48,11 +48,19 @@ type Config struct {
 	ProjectID         string        `koanf:"projectID"`
 	ProjectDomainName string        `koanf:"projectDomainName"`
 	ProjectDomainID   string        `koanf:"projectDomainID"`
+	// DomainName and DomainID stand for the user's and the project's
+	// domain where those are not given (domain-name, domain-id), as
+	// gophercloud's clientconfig reads them upstream.
+	DomainName string `koanf:"domainName"`
+	DomainID   string `koanf:"domainID"`
 	// Application credential authentication (application-credential-id,
 	// or -name with the user; -secret), the usual choice for a CCM.
 	ApplicationCredentialID     string        `koanf:"applicationCredentialID"`
 	ApplicationCredentialName   string        `koanf:"applicationCredentialName"`
 	ApplicationCredentialSecret secret.Secret `koanf:"applicationCredentialSecret" secret:"token"`
+	// EndpointType is the catalog interface used: public (the default),
+	// internal or admin (os-endpoint-type).
+	EndpointType string `koanf:"endpointType"`
 	// CAFile is a PEM bundle the API's certificates are checked against
 	// (ca-file); empty: the system's.
 	CAFile string `koanf:"caFile"`
@@ -97,6 +105,13 @@ func (c *Config) Validate() error {
 	switch {
 	case appCred && !c.Password.IsZero():
 		add("applicationCredentialSecret", "give an application credential or a password, not both")
+	}
+	if c.UserID == "" && c.Username != "" && c.UserDomainName == "" && c.UserDomainID == "" && c.DomainName == "" && c.DomainID == "" {
+		add("userDomainName", "username needs its domain: set userDomainName or userDomainID (or domainName/domainID), or give userID")
+	}
+	switch {
+	case appCred && !c.Password.IsZero():
+		// said above
 	case appCred:
 		if c.ApplicationCredentialSecret.IsZero() {
 			add("applicationCredentialSecret", "required with an application credential, given as %s", secret.Forms)
@@ -114,8 +129,16 @@ func (c *Config) Validate() error {
 		if c.ProjectName == "" && c.ProjectID == "" {
 			add("projectID", "required with a password: the project (projectID, or projectName with projectDomainName or projectDomainID)")
 		}
+		if c.ProjectID == "" && c.ProjectName != "" && c.ProjectDomainName == "" && c.ProjectDomainID == "" && c.DomainName == "" && c.DomainID == "" {
+			add("projectDomainName", "projectName needs its domain: set projectDomainName or projectDomainID (or domainName/domainID for both the user's and the project's), or give projectID")
+		}
 	default:
 		add("applicationCredentialSecret", "no credentials: give an application credential (applicationCredentialID and applicationCredentialSecret) or a password (username, password, projectID), as %s", secret.Forms)
+	}
+	switch c.EndpointType {
+	case "", "public", "internal", "admin":
+	default:
+		add("endpointType", "%q is not a catalog interface: use public (the default), internal or admin", c.EndpointType)
 	}
 	if c.CAFile != "" {
 		if _, err := os.Stat(c.CAFile); err != nil {
@@ -181,7 +204,12 @@ func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
 // Instances returns the batched instance source.
 func (c *Cloud) Instances() instances.Source { return c }
 
-// endpoint picks the region's public endpoint of a service.
+// endpoint picks a service's endpoint of the region, on the configured
+// interface.
 func (c *Cloud) endpoint() gophercloud.EndpointOpts {
-	return gophercloud.EndpointOpts{Region: c.cfg.Region, Availability: gophercloud.AvailabilityPublic}
+	a := gophercloud.Availability(c.cfg.EndpointType)
+	if a == "" {
+		a = gophercloud.AvailabilityPublic
+	}
+	return gophercloud.EndpointOpts{Region: c.cfg.Region, Availability: a}
 }
