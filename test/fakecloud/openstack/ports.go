@@ -1,0 +1,367 @@
+package openstack
+
+import (
+	"cmp"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"slices"
+	"time"
+)
+
+// Port statuses, as Neutron spells them.
+const (
+	PortActive = "ACTIVE"
+	PortDown   = "DOWN"
+	PortBuild  = "BUILD"
+	PortError  = "ERROR"
+)
+
+// PortSpec describes one of a server's ports (a NIC), for AddServer and
+// AttachPort.
+type PortSpec struct {
+	// Network is the ID or name of a network in the server's region.
+	Network string
+	// IPs are the port's fixed addresses, each in one of the network's
+	// subnets. None takes, as Neutron does, an address of the first IPv4
+	// subnet and one of each IPv6 subnet.
+	IPs []string
+	// FloatingIP is a floating address associated with the port, which
+	// Nova lists among the server's addresses as "floating".
+	FloatingIP string
+	Name       string
+	MAC        string // default a fresh fa:16:3e:xx:xx:xx
+	// SubPorts make the port a trunk's parent: each is a port of its own
+	// (device_owner "trunk:subport"), listed in the parent's
+	// trunk_details. Nova does not list their addresses.
+	SubPorts []SubPortSpec
+}
+
+// SubPortSpec describes a trunk's subport: a port on another network,
+// reached over a VLAN of the parent.
+type SubPortSpec struct {
+	Network        string
+	IPs            []string
+	SegmentationID int // the VLAN ID
+	Name           string
+}
+
+// CloudPort is a port as the fake holds it.
+type CloudPort struct {
+	ID          string
+	Name        string
+	Region      string
+	NetworkID   string
+	DeviceID    string // the server's ID, or the trunk's for a subport
+	DeviceOwner string // "compute:<az>", or "trunk:subport"
+	Status      string
+	MAC         string
+	FixedIPs    []FixedIP
+	FloatingIP  string
+	TrunkID     string // set on a trunk's parent
+	SubPorts    []SubPort
+}
+
+// FixedIP is one of a port's fixed addresses.
+type FixedIP struct {
+	SubnetID string
+	IP       string
+}
+
+// SubPort is a trunk's subport, as the parent's trunk_details lists it.
+type SubPort struct {
+	PortID         string
+	SegmentationID int
+	MAC            string
+}
+
+type portState struct {
+	CloudPort
+	created time.Time
+	seq     int64 // creation order: a server's NICs are listed in it
+}
+
+func (p *portState) clone() CloudPort {
+	c := p.CloudPort
+	c.FixedIPs = slices.Clone(c.FixedIPs)
+	c.SubPorts = slices.Clone(c.SubPorts)
+	return c
+}
+
+// Port returns a port by ID.
+func (s *Server) Port(id string) (CloudPort, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.ports[id]
+	if !ok {
+		return CloudPort{}, false
+	}
+	return p.clone(), true
+}
+
+// ServerPorts returns a server's ports (not the subports of its trunks),
+// in the order of its NICs.
+func (s *Server) ServerPorts(serverID string) []CloudPort {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []CloudPort
+	for _, p := range s.serverPortsLocked(serverID) {
+		out = append(out, p.clone())
+	}
+	return out
+}
+
+func (s *Server) serverPortsLocked(serverID string) []*portState {
+	var out []*portState
+	for _, p := range s.ports {
+		if p.DeviceID == serverID && p.DeviceOwner != deviceOwnerSubport {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b *portState) int { return cmp.Compare(a.seq, b.seq) })
+	return out
+}
+
+// SetPortStatus changes a port's status (PortDown for a NIC whose link is
+// down). A change of its server's status sets it again.
+func (s *Server) SetPortStatus(id, status string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.ports[id]
+	if !ok {
+		return fmt.Errorf("openstack fake: no port %s", id)
+	}
+	if !slices.Contains([]string{PortActive, PortDown, PortBuild, PortError}, status) {
+		return fmt.Errorf("openstack fake: invalid port status %q", status)
+	}
+	p.Status = status
+	return nil
+}
+
+// AttachPort adds a NIC to a server, as attaching an interface does, and
+// returns the port's ID.
+func (s *Server) AttachPort(serverID string, spec PortSpec) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv, ok := s.servers[serverID]
+	if !ok {
+		return "", fmt.Errorf("openstack fake: no server %s", serverID)
+	}
+	p, err := s.addPortLocked(sv, spec)
+	if err != nil {
+		return "", fmt.Errorf("openstack fake: %w", err)
+	}
+	sv.updated = s.now()
+	return p.ID, nil
+}
+
+// DeletePort deletes a port and its subports, freeing their addresses, as
+// detaching an interface Nova made does.
+func (s *Server) DeletePort(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.ports[id]
+	if !ok {
+		return fmt.Errorf("openstack fake: no port %s", id)
+	}
+	s.deletePortLocked(p)
+	if sv := s.servers[p.DeviceID]; sv != nil {
+		sv.updated = s.now()
+	}
+	return nil
+}
+
+func (s *Server) deletePortLocked(p *portState) {
+	for _, sp := range p.SubPorts {
+		if c := s.ports[sp.PortID]; c != nil {
+			s.deletePortLocked(c)
+		}
+	}
+	for _, f := range p.FixedIPs {
+		if sub := s.subnets[f.SubnetID]; sub != nil {
+			delete(sub.used, netip.MustParseAddr(f.IP))
+		}
+	}
+	delete(s.ports, p.ID)
+}
+
+const deviceOwnerSubport = "trunk:subport"
+
+// addPortLocked makes a server's port from a spec, with its subports.
+func (s *Server) addPortLocked(sv *serverState, spec PortSpec) (*portState, error) {
+	p, err := s.newPortLocked(sv.Region, spec.Network, spec.IPs, spec.Name, spec.MAC)
+	if err != nil {
+		return nil, err
+	}
+	if spec.FloatingIP != "" {
+		if _, err := netip.ParseAddr(spec.FloatingIP); err != nil {
+			return nil, fmt.Errorf("bad floating IP %q", spec.FloatingIP)
+		}
+		p.FloatingIP = spec.FloatingIP
+	}
+	p.DeviceID, p.DeviceOwner = sv.ID, "compute:"+sv.AvailabilityZone
+	p.Status = portStatusFor(sv.Status)
+	if len(spec.SubPorts) > 0 {
+		p.TrunkID = newUUID()
+	}
+	for _, ss := range spec.SubPorts {
+		c, err := s.newPortLocked(sv.Region, ss.Network, ss.IPs, ss.Name, "")
+		if err != nil {
+			s.deletePortLocked(p)
+			return nil, err
+		}
+		c.DeviceID, c.DeviceOwner, c.Status = p.TrunkID, deviceOwnerSubport, p.Status
+		p.SubPorts = append(p.SubPorts, SubPort{PortID: c.ID, SegmentationID: ss.SegmentationID, MAC: c.MAC})
+	}
+	return p, nil
+}
+
+// newPortLocked makes an unbound port on a network, allocating its
+// addresses.
+func (s *Server) newPortLocked(region, network string, ips []string, name, mac string) (*portState, error) {
+	n := s.networkByRefLocked(region, network)
+	if n == nil {
+		return nil, fmt.Errorf("no network %q in region %s", network, region)
+	}
+	if mac == "" {
+		s.nextMAC++
+		mac = fmt.Sprintf("fa:16:3e:%02x:%02x:%02x", s.nextMAC>>16&0xff, s.nextMAC>>8&0xff, s.nextMAC&0xff)
+	}
+	s.seq++
+	p := &portState{CloudPort: CloudPort{ID: newUUID(), Name: name, Region: region, NetworkID: n.ID, MAC: mac,
+		Status: PortDown}, created: s.now(), seq: s.seq}
+	s.ports[p.ID] = p
+	fail := func(err error) (*portState, error) {
+		s.deletePortLocked(p)
+		return nil, err
+	}
+	if len(ips) == 0 {
+		v4 := false
+		for _, id := range n.subnets {
+			sub := s.subnets[id]
+			if sub.IPVersion == 4 && v4 {
+				continue
+			}
+			a, err := sub.allocate(netip.Addr{})
+			if err != nil {
+				return fail(err)
+			}
+			v4 = v4 || sub.IPVersion == 4
+			p.FixedIPs = append(p.FixedIPs, FixedIP{SubnetID: id, IP: a.String()})
+		}
+		return p, nil
+	}
+	for _, v := range ips {
+		ip, err := netip.ParseAddr(v)
+		if err != nil {
+			return fail(fmt.Errorf("bad IP %q", v))
+		}
+		k := slices.IndexFunc(n.subnets, func(id string) bool { return s.subnets[id].prefix.Contains(ip) })
+		if k < 0 {
+			return fail(fmt.Errorf("IP %s is in no subnet of network %s", v, n.Name))
+		}
+		if _, err := s.subnets[n.subnets[k]].allocate(ip); err != nil {
+			return fail(err)
+		}
+		p.FixedIPs = append(p.FixedIPs, FixedIP{SubnetID: n.subnets[k], IP: ip.String()})
+	}
+	return p, nil
+}
+
+func (s *Server) registerPorts() {
+	s.handle(svcNetwork, http.MethodGet, "/network/v2.0/ports", PortsList, s.listPorts)
+	s.handle(svcNetwork, http.MethodGet, "/network/v2.0/ports/{id}", PortsGet, s.getPort)
+}
+
+var portFilters = []string{"id", "name", "network_id", "device_id", "device_owner", "status", "mac_address",
+	"tenant_id", "project_id", "admin_state_up", "description", "fixed_ips", "security_groups"}
+
+// listPorts: GET /v2.0/ports, with the filters upstream's CCM uses
+// (device_id, network_id) among Neutron's others.
+func (s *Server) listPorts(c *call) (int, any) {
+	nq, st, body := parseNeutronQuery(c.r, portFilters)
+	if st != 0 {
+		return st, body
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var items []neutronItem
+	for _, p := range s.ports {
+		if p.Region != c.region {
+			continue
+		}
+		var fixed []string
+		for _, f := range p.FixedIPs {
+			fixed = append(fixed, "ip_address="+f.IP, "subnet_id="+f.SubnetID)
+		}
+		pid := s.account.ProjectID
+		items = append(items, neutronItem{id: p.ID, fields: map[string][]string{
+			"id": {p.ID}, "name": {p.Name}, "network_id": {p.NetworkID}, "device_id": {p.DeviceID},
+			"device_owner": {p.DeviceOwner}, "status": {p.Status}, "mac_address": {p.MAC}, "tenant_id": {pid},
+			"project_id": {pid}, "admin_state_up": {"true"}, "description": {""}, "fixed_ips": fixed,
+			"security_groups": {s.securityG}}})
+	}
+	return neutronPage(c, "ports", nq, items, func(id string) any { return s.wirePortLocked(s.ports[id]) },
+		func(id string) (int, any) { return errPortNotFound(id) })
+}
+
+func errPortNotFound(id string) (int, any) {
+	return errNeutron(http.StatusNotFound, "PortNotFound", "Port "+id+" could not be found.")
+}
+
+func (s *Server) getPort(c *call) (int, any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.ports[c.p["id"]]
+	if p == nil || p.Region != c.region {
+		return errPortNotFound(c.p["id"])
+	}
+	return http.StatusOK, map[string]any{"port": s.wirePortLocked(p)}
+}
+
+func (s *Server) wirePortLocked(p *portState) wirePort {
+	pid := s.account.ProjectID
+	w := wirePort{ID: p.ID, Name: p.Name, NetworkID: p.NetworkID, TenantID: pid, ProjectID: pid, MACAddress: p.MAC,
+		AdminStateUp: true, Status: p.Status, DeviceID: p.DeviceID, DeviceOwner: p.DeviceOwner,
+		FixedIPs: []wireFixedIP{}, AllowedAddressPairs: []any{}, ExtraDHCPOpts: []any{},
+		SecurityGroups: []string{s.securityG}, BindingVNICType: "normal", PortSecurityEnabled: true,
+		IPAllocation: "immediate", Tags: []string{}, CreatedAt: stamp(p.created), UpdatedAt: stamp(p.created),
+		RevisionNumber: 1}
+	for _, f := range p.FixedIPs {
+		w.FixedIPs = append(w.FixedIPs, wireFixedIP{SubnetID: f.SubnetID, IPAddress: f.IP})
+	}
+	if p.TrunkID != "" {
+		td := &wireTrunkDetails{TrunkID: p.TrunkID, SubPorts: []wireSubPort{}}
+		for _, sp := range p.SubPorts {
+			td.SubPorts = append(td.SubPorts, wireSubPort{SegmentationID: sp.SegmentationID, SegmentationType: "vlan",
+				PortID: sp.PortID, MACAddress: sp.MAC})
+		}
+		w.TrunkDetails = td
+	}
+	return w
+}
+
+// portStatusFor is the status Neutron gives a bound port while its server
+// is in status: DOWN while the hypervisor has no interface plugged for
+// it (building, stopped, suspended, shelved, failed).
+func portStatusFor(serverStatus string) string {
+	switch serverStatus {
+	case StatusBuild, StatusShutoff, StatusSuspended, StatusShelved, StatusShelvedOffloaded, StatusError:
+		return PortDown
+	}
+	return PortActive
+}
+
+// setServerPortsStatusLocked follows a server's status change on its
+// ports and their subports.
+func (s *Server) setServerPortsStatusLocked(serverID, serverStatus string) {
+	st := portStatusFor(serverStatus)
+	for _, p := range s.serverPortsLocked(serverID) {
+		p.Status = st
+		for _, sp := range p.SubPorts {
+			if c := s.ports[sp.PortID]; c != nil {
+				c.Status = st
+			}
+		}
+	}
+}

@@ -1,0 +1,220 @@
+package openstack
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/polyccm/polyccm/test/fakecloud/faults"
+)
+
+// The services, by the first segment of their paths (and their catalog
+// types, but for Cinder's "volumev3").
+const (
+	svcIdentity     = "identity"
+	svcCompute      = "compute"
+	svcNetwork      = "network"
+	svcLoadBalancer = "load-balancer"
+	svcVolume       = "volume"
+)
+
+// The names calls are counted and matched by in Faults (CallCount, rules:
+// "compute.*" matches every Nova call). A request no route takes is
+// counted as "METHOD /path", as in the other fakes.
+const (
+	IdentityVersions = "identity.versions"      // GET /identity
+	IdentityVersion  = "identity.version"       // GET /identity/v3
+	TokensCreate     = "identity.tokens.create" // POST /identity/v3/auth/tokens
+	TokensGet        = "identity.tokens.get"    // GET /identity/v3/auth/tokens
+	TokensCheck      = "identity.tokens.check"  // HEAD /identity/v3/auth/tokens
+	TokensRevoke     = "identity.tokens.revoke" // DELETE /identity/v3/auth/tokens
+
+	ComputeVersions = "compute.versions"     // GET /compute
+	ComputeVersion  = "compute.version"      // GET /compute/v2.1
+	ServersList     = "compute.servers.list" // GET /compute/v2.1/servers/detail
+	ServersGet      = "compute.servers.get"  // GET /compute/v2.1/servers/{id}
+	FlavorsList     = "compute.flavors.list" // GET /compute/v2.1/flavors/detail
+	FlavorsGet      = "compute.flavors.get"  // GET /compute/v2.1/flavors/{id}
+
+	NetworkVersions = "network.versions"      // GET /network
+	NetworksList    = "network.networks.list" // GET /network/v2.0/networks
+	NetworksGet     = "network.networks.get"  // GET /network/v2.0/networks/{id}
+	SubnetsList     = "network.subnets.list"  // GET /network/v2.0/subnets
+	SubnetsGet      = "network.subnets.get"   // GET /network/v2.0/subnets/{id}
+	PortsList       = "network.ports.list"    // GET /network/v2.0/ports
+	PortsGet        = "network.ports.get"     // GET /network/v2.0/ports/{id}
+
+	LoadBalancerVersions = "load-balancer.versions" // GET /load-balancer
+	VolumeVersions       = "volume.versions"        // GET /volume
+)
+
+// handlerFunc serves one matched route. It returns the status and the
+// document to send as JSON; a nil body sends none. A *headed body also
+// sets response headers.
+type handlerFunc func(c *call) (int, any)
+
+// params holds the path's {name} segments.
+type params map[string]string
+
+type route struct {
+	service string
+	name    string // what the call is counted and matched by, e.g. "compute.servers.list"
+	// public routes answer without a token: version documents, and
+	// Keystone's token issue, which checks credentials of its own.
+	public bool
+	slash  bool // also served with a trailing slash
+	handle handlerFunc
+}
+
+// call is one request as a handler sees it.
+type call struct {
+	r      *http.Request
+	p      params
+	region string
+	// root is scheme://host and the region's prefix, what links start with.
+	root string
+	// host is scheme://host alone, for Keystone, which every region shares.
+	host string
+	mv   microversion // the compute microversion asked for; zero elsewhere
+}
+
+// handle registers a route; pattern is the path from the region's root,
+// e.g. "/compute/v2.1/servers/{id}". Each resource's file registers its own.
+func (s *Server) handle(service, method, pattern, name string, h handlerFunc) *route {
+	return s.routes.Add(method, pattern, route{service: service, name: name, handle: h})
+}
+
+// handlePublic registers a route answered without a token.
+func (s *Server) handlePublic(service, method, pattern, name string, h handlerFunc) {
+	s.handle(service, method, pattern, name, h).public = true
+}
+
+// match routes a path. Version documents are also found with a trailing
+// slash, as the services serve them (pathmatch treats "/x/" as "/x" in
+// patterns but not in paths).
+func (s *Server) match(method, path string) (*route, params, []string) {
+	rt, p, allowed, _ := s.routes.Match(method, path)
+	if rt == nil && len(path) > 1 && strings.HasSuffix(path, "/") {
+		if rt2, p2, _, _ := s.routes.Match(method, strings.TrimSuffix(path, "/")); rt2 != nil && rt2.slash {
+			return rt2, p2, nil
+		}
+	}
+	return rt, p, allowed
+}
+
+// ServeHTTP takes a request through fault injection, authentication and
+// routing, in that order: injected failures stand for trouble in front of
+// the API, so they win over a bad token; keystonemiddleware checks the
+// token before the service routes, so a bad token wins over an unknown
+// path. A request the client abandons while held by the injector gets no
+// answer: the handler aborts with http.ErrAbortHandler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	region, prefix, path, known := s.splitRegion(r.URL.Path)
+	var rt *route
+	var p params
+	var allowed []string
+	if known {
+		rt, p, allowed = s.match(r.Method, path)
+	}
+	endpoint := r.Method + " " + r.URL.Path
+	if rt != nil {
+		endpoint = rt.name
+	}
+	d, r, done := s.http.Intercept(r, endpoint)
+	defer done()
+	host := scheme(r) + "://" + r.Host
+	c := &call{r: r, p: p, region: region, root: host + prefix, host: host}
+	rw := &replyWriter{w: w, service: serviceOf(path), requestID: "req-" + newUUID(), keystone: host + "/identity"}
+	status := s.serve(rw, c, d, rt, known, allowed)
+	s.http.Record(endpoint, status)
+}
+
+func (s *Server) serve(rw *replyWriter, c *call, d faults.Decision, rt *route, known bool, allowed []string) int {
+	if d.AfterCommit {
+		s.commit(c, rt)
+	}
+	switch {
+	case d.Throttled || d.Status == http.StatusTooManyRequests || d.Status == http.StatusRequestEntityTooLarge:
+		retry := max(d.RetryAfter, minRetryAfter)
+		setRetryAfter(rw.w.Header(), retry)
+		return rw.reply(errOverLimit(rw.service, d.Status, retry))
+	case d.Status != 0:
+		setRetryAfter(rw.w.Header(), d.RetryAfter)
+		return rw.reply(errStatus(rw.service, d.Status))
+	case rt == nil && (!known || rw.service == svcIdentity || rw.service == ""):
+		// Keystone routes before it authenticates; paths of no
+		// service have nothing in front that checks tokens.
+		return rw.reply(errNoRoute(rw.service, allowed))
+	case (rt == nil || !rt.public) && !s.authorized(c.r):
+		return rw.reply(errUnauthorized())
+	case rt == nil:
+		return rw.reply(errNoRoute(rw.service, allowed))
+	}
+	if rt.service == svcCompute && !rt.public {
+		mv, status, body := s.requestedMicroversion(c.r)
+		if status != 0 {
+			return rw.reply(status, body)
+		}
+		c.mv, rw.mv = mv, &mv
+	}
+	return rw.reply(rt.handle(c))
+}
+
+// commit serves a request whose answer an AfterCommit rule replaces: the
+// service does the work as usual (a token is issued) and the answer is
+// dropped. The body is buffered so the request can be read again.
+func (s *Server) commit(c *call, rt *route) {
+	if rt == nil || (!rt.public && !s.authorized(c.r)) {
+		return
+	}
+	body, _ := io.ReadAll(c.r.Body)
+	c.r.Body = io.NopCloser(bytes.NewReader(body))
+	cc := *c
+	cc.r = c.r.Clone(c.r.Context())
+	cc.r.Body = io.NopCloser(bytes.NewReader(body))
+	if rt.service == svcCompute && !rt.public {
+		mv, status, _ := s.requestedMicroversion(cc.r)
+		if status != 0 {
+			return
+		}
+		cc.mv = mv
+	}
+	_, _ = rt.handle(&cc)
+}
+
+// splitRegion takes the region's prefix off a path: the first region is
+// served at the root, the others under /regions/<n>. known is false for a
+// region index the cloud does not have.
+func (s *Server) splitRegion(path string) (region, prefix, rest string, known bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	after, ok := strings.CutPrefix(path, "/regions/")
+	if !ok {
+		return s.regions[0], "", path, true
+	}
+	idx, rest, _ := strings.Cut(after, "/")
+	k, err := strconv.Atoi(idx)
+	if err != nil || k < 1 || k >= len(s.regions) || idx != strconv.Itoa(k) {
+		return "", "", path, false
+	}
+	return s.regions[k], "/regions/" + idx, "/" + rest, true
+}
+
+// serviceOf names the service a path belongs to, by its first segment.
+func serviceOf(path string) string {
+	first, _, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	switch first {
+	case svcIdentity, svcCompute, svcNetwork, svcLoadBalancer, svcVolume:
+		return first
+	}
+	return ""
+}
+
+func scheme(r *http.Request) string {
+	if r.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
