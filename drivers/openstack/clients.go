@@ -38,7 +38,9 @@ func (c *Cloud) session(ctx context.Context) (*clients, error) {
 		return nil, err
 	}
 	if err := c.api.Do(ctx, "identity.tokens.create", func(ctx context.Context) error {
-		return gcopenstack.AuthenticateV3(ctx, provider, &opts, c.endpoint())
+		// Empty endpoint options: Keystone is the auth URL itself, not
+		// an endpoint to find in a catalog it has not given yet.
+		return gcopenstack.AuthenticateV3(ctx, provider, &opts, gophercloud.EndpointOpts{})
 	}); err != nil {
 		return nil, err
 	}

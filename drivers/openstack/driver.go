@@ -213,3 +213,20 @@ func (c *Cloud) endpoint() gophercloud.EndpointOpts {
 	}
 	return gophercloud.EndpointOpts{Region: c.cfg.Region, Availability: a}
 }
+
+func init() {
+	driver.Register(driver.Driver{
+		Name:      Name,
+		NewConfig: func() any { return &Config{} },
+		New:       New,
+		Title:     "OpenStack",
+		Upstream:  "kubernetes/cloud-provider-openstack",
+		Credentials: []driver.Credential{
+			{Key: "password", Name: "openstack-password", SecretKey: "openstack-password", Unset: "an application credential"},
+			{Key: "applicationCredentialSecret", Name: "openstack-application-credential-secret", SecretKey: "openstack-application-credential-secret", Unset: "a password"},
+		},
+		Capabilities:    []driver.Capability{driver.Instances, driver.Zones},
+		Classify:        classify,
+		CredentialsHint: "the OpenStack credentials (drivers.openstack.applicationCredentialID/Secret, or username, password and the project) and that Keystone at drivers.openstack.authURL accepts them",
+	})
+}
