@@ -69,3 +69,5 @@ func (c *contractFake) InjectLookupFault(f drivertest.Fault) func() {
 	id := c.fake.Faults().AddRule(faults.Rule{Match: "compute.*", Status: f.Status, Timeout: f.Hang})
 	return func() { c.fake.Faults().RemoveRule(id) }
 }
+
+func secretOf(v string) secret.Secret { return secret.Secret{Value: v} }
