@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -25,8 +24,9 @@ const metadataHostname = "hostname"
 // floating ones and those on a public network ExternalIP, the others
 // InternalIP (only on the internal networks, when those are named);
 // finally sorted by addressSortOrder when it is set. IPv6 is left out
-// with ipv6SupportDisabled. Trunk subports are not read yet.
-func nodeAddresses(s *servers.Server, ps []ports.Port, o NetworkingConfig) []v1.NodeAddress {
+// with ipv6SupportDisabled. A trunk's subports add their fixed IPs to
+// their networks' addresses, as upstream does.
+func nodeAddresses(s *servers.Server, ps []trunkPort, subports map[string][]string, o NetworkingConfig) []v1.NodeAddress {
 	var addrs []v1.NodeAddress
 	v6 := func(a string) bool { return net.ParseIP(a).To4() == nil }
 	for _, p := range ps {
@@ -50,6 +50,13 @@ func nodeAddresses(s *servers.Server, ps []ports.Port, o NetworkingConfig) []v1.
 	}
 
 	byNetwork := serverAddresses(s.Addresses)
+	for network, ips := range subports {
+		for _, ip := range ips {
+			if !v6(ip) || !o.IPv6SupportDisabled {
+				byNetwork[network] = append(byNetwork[network], networkAddress{ipType: "fixed", addr: ip})
+			}
+		}
+	}
 	for _, network := range slices.Sorted(maps.Keys(byNetwork)) {
 		for _, a := range byNetwork[network] {
 			var typ v1.NodeAddressType

@@ -36,12 +36,12 @@ func TestNodeAddressesInUpstreamOrder(t *testing.T) {
 			"public": {{"192.0.2.4", "fixed"}},
 		}),
 	}
-	ps := []ports.Port{
-		{Status: "ACTIVE", FixedIPs: []ports.IP{{IPAddress: "10.0.0.5"}}},
-		{Status: "DOWN", FixedIPs: []ports.IP{{IPAddress: "10.9.9.9"}}},
-		{Status: "ACTIVE", FixedIPs: []ports.IP{{IPAddress: "192.0.2.4"}}},
+	ps := []trunkPort{
+		{Port: ports.Port{Status: "ACTIVE", FixedIPs: []ports.IP{{IPAddress: "10.0.0.5"}}}},
+		{Port: ports.Port{Status: "DOWN", FixedIPs: []ports.IP{{IPAddress: "10.9.9.9"}}}},
+		{Port: ports.Port{Status: "ACTIVE", FixedIPs: []ports.IP{{IPAddress: "192.0.2.4"}}}},
 	}
-	got := nodeAddresses(s, ps, NetworkingConfig{PublicNetworkNames: []string{"public"}})
+	got := nodeAddresses(s, ps, nil, NetworkingConfig{PublicNetworkNames: []string{"public"}})
 	want := []v1.NodeAddress{
 		addr(v1.NodeInternalIP, "10.0.0.5"),
 		// 192.0.2.4 was an InternalIP from its port; on a public network
@@ -64,8 +64,8 @@ func TestNodeAddressesOnlyInternalNetworks(t *testing.T) {
 		"cluster": {{"10.0.0.5", "fixed"}},
 		"storage": {{"172.16.0.5", "fixed"}},
 	})}
-	ps := []ports.Port{{Status: "ACTIVE", FixedIPs: []ports.IP{{IPAddress: "172.16.0.5"}, {IPAddress: "10.0.0.5"}}}}
-	got := nodeAddresses(s, ps, NetworkingConfig{InternalNetworkNames: []string{"cluster"}})
+	ps := []trunkPort{{Port: ports.Port{Status: "ACTIVE", FixedIPs: []ports.IP{{IPAddress: "172.16.0.5"}, {IPAddress: "10.0.0.5"}}}}}
+	got := nodeAddresses(s, ps, nil, NetworkingConfig{InternalNetworkNames: []string{"cluster"}})
 	want := []v1.NodeAddress{addr(v1.NodeInternalIP, "10.0.0.5")}
 	if !slices.Equal(got, want) {
 		t.Errorf("addresses %v, want %v", got, want)
@@ -79,7 +79,7 @@ func TestNodeAddressesIPv6DisabledAndSorted(t *testing.T) {
 			"net": {{"10.0.0.9", "fixed"}, {"192.168.1.3", "fixed"}, {"2001:db8::5", "fixed"}, {"192.168.1.2", "fixed"}},
 		}),
 	}
-	got := nodeAddresses(s, nil, NetworkingConfig{IPv6SupportDisabled: true, AddressSortOrder: "192.168.0.0/16, 10.0.0.0/8"})
+	got := nodeAddresses(s, nil, nil, NetworkingConfig{IPv6SupportDisabled: true, AddressSortOrder: "192.168.0.0/16, 10.0.0.0/8"})
 	want := []v1.NodeAddress{
 		addr(v1.NodeInternalIP, "192.168.1.2"),
 		addr(v1.NodeInternalIP, "192.168.1.3"),

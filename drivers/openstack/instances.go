@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/trunk_details"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/pagination"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -39,8 +42,19 @@ const portBatch = 50
 // addresses) and its flavor's name (the instance type).
 type server struct {
 	servers.Server
-	ports        []ports.Port
+	ports []trunkPort
+	// subportAddrs are the fixed IPs of its trunk's subports, by network
+	// name: upstream adds them to the server's addresses.
+	subportAddrs map[string][]string
 	instanceType string
+}
+
+// trunkPort is a port with Neutron's trunk extension: a trunk's parent
+// port lists its subports. Both parts are embedded: gophercloud decodes
+// each embedded struct on its own (ports.Port has its own UnmarshalJSON).
+type trunkPort struct {
+	ports.Port
+	trunk_details.TrunkDetailsExt
 }
 
 // ProviderID is a server's providerID: openstack:///<id>, or with
@@ -184,16 +198,40 @@ func onePage[T any](ctx context.Context, p pagination.Pager, extract func(pagina
 	return items, next, err
 }
 
-// portsQuery lists the ports of several servers: Neutron ORs a repeated
-// filter.
-type portsQuery []string
-
-func (q portsQuery) ToPortListQuery() (string, error) {
-	v := url.Values{"device_id": q}
-	return "?" + v.Encode(), nil
+// anyOf filters a Neutron listing on several values of one field:
+// Neutron ORs a repeated filter.
+type anyOf struct {
+	field  string
+	values []string
 }
 
-// attachPorts reads the ports of the servers, a query per 50.
+func (q anyOf) ToPortListQuery() (string, error)    { return "?" + url.Values{q.field: q.values}.Encode(), nil }
+func (q anyOf) ToNetworkListQuery() (string, error) { return q.ToPortListQuery() }
+
+// listPorts lists the ports whose field is any of values, a query per 50.
+func (c *Cloud) listPorts(ctx context.Context, cl *clients, field string, values []string) ([]trunkPort, error) {
+	var out []trunkPort
+	for len(values) > 0 {
+		n := min(len(values), portBatch)
+		var got []trunkPort
+		if err := c.api.Do(ctx, "network.ports.list", func(ctx context.Context) error {
+			pages, err := ports.List(cl.network, anyOf{field, values[:n]}).AllPages(ctx)
+			if err != nil {
+				return err
+			}
+			return ports.ExtractPortsInto(pages, &got)
+		}); err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+		values = values[n:]
+	}
+	return out, nil
+}
+
+// attachPorts reads the servers' ports and, for trunks, their subports
+// and those subports' network names: a few queries per 50 servers, where
+// upstream asks per server and per subport.
 func (c *Cloud) attachPorts(ctx context.Context, cl *clients, ss []*server) error {
 	byID := make(map[string]*server, len(ss))
 	ids := make([]string, 0, len(ss))
@@ -201,28 +239,77 @@ func (c *Cloud) attachPorts(ctx context.Context, cl *clients, ss []*server) erro
 		byID[s.ID] = s
 		ids = append(ids, s.ID)
 	}
-	for len(ids) > 0 {
-		n := min(len(ids), portBatch)
-		batch := ids[:n]
-		ids = ids[n:]
-		var got []ports.Port
-		if err := c.api.Do(ctx, "network.ports.list", func(ctx context.Context) error {
-			pages, err := ports.List(cl.network, portsQuery(batch)).AllPages(ctx)
-			if err != nil {
-				return err
-			}
-			got, err = ports.ExtractPorts(pages)
-			return err
-		}); err != nil {
-			return err
+	got, err := c.listPorts(ctx, cl, "device_id", ids)
+	if err != nil {
+		return err
+	}
+	parentOf := map[string]*server{} // subport ID -> the server of its trunk
+	var subIDs []string
+	for _, p := range got {
+		s := byID[p.DeviceID]
+		if s == nil {
+			continue
 		}
-		for _, p := range got {
-			if s := byID[p.DeviceID]; s != nil {
-				s.ports = append(s.ports, p)
-			}
+		s.ports = append(s.ports, p)
+		for _, sp := range p.TrunkDetails.SubPorts {
+			parentOf[sp.PortID] = s
+			subIDs = append(subIDs, sp.PortID)
+		}
+	}
+	if len(subIDs) == 0 {
+		return nil
+	}
+	subs, err := c.listPorts(ctx, cl, "id", subIDs)
+	if err != nil {
+		return err
+	}
+	names, err := c.networkNames(ctx, cl, subs)
+	if err != nil {
+		return err
+	}
+	for _, p := range subs {
+		s := parentOf[p.ID]
+		if s == nil {
+			continue
+		}
+		if s.subportAddrs == nil {
+			s.subportAddrs = map[string][]string{}
+		}
+		for _, ip := range p.FixedIPs {
+			s.subportAddrs[names[p.NetworkID]] = append(s.subportAddrs[names[p.NetworkID]], ip.IPAddress)
 		}
 	}
 	return nil
+}
+
+// networkNames names the networks of ports, a query per 50.
+func (c *Cloud) networkNames(ctx context.Context, cl *clients, ps []trunkPort) (map[string]string, error) {
+	var ids []string
+	for _, p := range ps {
+		if !slices.Contains(ids, p.NetworkID) {
+			ids = append(ids, p.NetworkID)
+		}
+	}
+	names := map[string]string{}
+	for len(ids) > 0 {
+		n := min(len(ids), portBatch)
+		var got []networks.Network
+		if err := c.api.Do(ctx, "network.networks.list", func(ctx context.Context) error {
+			pages, err := networks.List(cl.network, anyOf{"id", ids[:n]}).AllPages(ctx)
+			if err != nil {
+				return err
+			}
+			got, err = networks.ExtractNetworks(pages)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		for _, nw := range got {
+			names[nw.ID] = nw.Name
+		}
+		ids = ids[n:]
+	}
+	return names, nil
 }
 
 // toInstance maps a server as openstack-cloud-controller-manager does:
@@ -236,7 +323,7 @@ func (c *Cloud) toInstance(s *server, _ bool) *instances.Instance {
 		Zone:         sanitizeLabel(s.AvailabilityZone),
 		Region:       c.cfg.Region,
 		Shutdown:     s.Status == statusShutoff,
-		Addresses:    nodeAddresses(&s.Server, s.ports, c.cfg.Networking),
+		Addresses:    nodeAddresses(&s.Server, s.ports, s.subportAddrs, c.cfg.Networking),
 	}
 }
 

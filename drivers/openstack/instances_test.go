@@ -118,3 +118,30 @@ func TestShutdownAndGone(t *testing.T) {
 		t.Errorf("InstanceExists of a deleted server = %v, %v; want false, nil", ok, err)
 	}
 }
+
+// A trunk's subports give the Node their networks' addresses, as upstream
+// reads them (a GET per subport and per network there; one query each
+// here), classified like the server's own networks.
+func TestTrunkSubportAddresses(t *testing.T) {
+	f := fake.New(fake.Account{})
+	f.AddNetwork(fake.NetworkSpec{Name: "k8s", Subnets: []fake.SubnetSpec{{CIDR: "10.0.0.0/16"}}})
+	f.AddNetwork(fake.NetworkSpec{Name: "vlan-100", Subnets: []fake.SubnetSpec{{CIDR: "172.16.0.0/24"}}})
+	if err := f.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	id := f.AddServer(fake.ServerSpec{Name: "trunked", Ports: []fake.PortSpec{{
+		Network: "k8s", IPs: []string{"10.0.0.7"},
+		SubPorts: []fake.SubPortSpec{{Network: "vlan-100", IPs: []string{"172.16.0.9"}, SegmentationID: 100}},
+	}}})
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "trunked"}, Spec: v1.NodeSpec{ProviderID: "openstack:///" + id}}
+	in := lookups(t, f, config(f))
+	md, err := in.InstanceMetadata(context.Background(), node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.7"}, {Type: v1.NodeInternalIP, Address: "172.16.0.9"}}
+	if fmt.Sprint(md.NodeAddresses) != fmt.Sprint(want) {
+		t.Errorf("addresses %v, want %v", md.NodeAddresses, want)
+	}
+}
