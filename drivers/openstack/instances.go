@@ -205,7 +205,9 @@ type anyOf struct {
 	values []string
 }
 
-func (q anyOf) ToPortListQuery() (string, error)    { return "?" + url.Values{q.field: q.values}.Encode(), nil }
+func (q anyOf) ToPortListQuery() (string, error) {
+	return "?" + url.Values{q.field: q.values}.Encode(), nil
+}
 func (q anyOf) ToNetworkListQuery() (string, error) { return q.ToPortListQuery() }
 
 // listPorts lists the ports whose field is any of values, a query per 50.
