@@ -307,3 +307,55 @@ func httpMethodLabel(m string) string {
 	}
 	return "unknown"
 }
+
+// --- OpenStack: kubernetes/cloud-provider-openstack pkg/metrics ---
+
+var (
+	openstackRequestDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Name:           "openstack_api_request_duration_seconds",
+		Help:           "Latency of an OpenStack API call, by openstack-cloud-controller-manager's request name.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"request"})
+	openstackRequests = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "openstack_api_requests_total",
+		Help:           "OpenStack API calls, by openstack-cloud-controller-manager's request name.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"request"})
+	openstackRequestErrors = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "openstack_api_request_errors_total",
+		Help:           "OpenStack API calls that failed, by openstack-cloud-controller-manager's request name.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"request"})
+	openstackOnce sync.Once
+)
+
+// OpenStackAPI is openstack-cloud-controller-manager's API metrics: each
+// call it wraps in a metric context ("<resource>_<verb>", e.g.
+// "server_get"), its latency, its count and the count of those that
+// failed. A call upstream does not time is not counted.
+type OpenStackAPI struct {
+	familyBase
+	// Requests maps polyccm's operations to upstream's request names
+	// ("compute.servers.get": "server_get").
+	Requests map[string]string
+}
+
+func (s *OpenStackAPI) register() {
+	openstackOnce.Do(func() {
+		legacyregistry.MustRegister(openstackRequestDuration, openstackRequests, openstackRequestErrors)
+	})
+}
+
+func (s *OpenStackAPI) finished(o *observation) {
+	req, ok := s.Requests[o.op]
+	if !ok {
+		return
+	}
+	openstackRequestDuration.WithLabelValues(req).Observe(o.elapsed.Seconds())
+	openstackRequests.WithLabelValues(req).Inc()
+	// Upstream counts a 404 as an error too: its metric context sees
+	// the error before the caller reads it as "gone".
+	if o.err != nil {
+		openstackRequestErrors.WithLabelValues(req).Inc()
+	}
+}

@@ -340,3 +340,33 @@ func TestNoFamiliesNoTransport(t *testing.T) {
 		t.Error("Transport() is set for a client without upstream families")
 	}
 }
+
+// openstack-cloud-controller-manager counts each call it times, and each
+// that failed, 404 included (its metric context sees the error first).
+func TestOpenStackFamily(t *testing.T) {
+	cloud := newRecorder(t)
+	get, list := unique(t, "server_get"), unique(t, "server_list")
+	fam := &cloudapi.OpenStackAPI{Requests: map[string]string{"compute.servers.get": get, "compute.servers.list": list}}
+	c := newClient(t, func(o *cloudapi.Options) { o.Upstream = []cloudapi.UpstreamFamily{fam}; o.MaxAttempts = 1 })
+	hc := http.DefaultClient // the family reads no HTTP exchange
+	ctx := context.Background()
+
+	if err := c.Do(ctx, "compute.servers.list", getFn(hc, cloud.srv.URL+"/status/200")); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Do(ctx, "compute.servers.get", getFn(hc, cloud.srv.URL+"/status/404"))
+	_ = c.Do(ctx, "network.ports.list", getFn(hc, cloud.srv.URL+"/status/200")) // not upstream's
+
+	for req, want := range map[string][2]float64{list: {1, 0}, get: {1, 1}} {
+		l := map[string]string{"request": req}
+		if v := counter(t, "openstack_api_requests_total", l); v != want[0] {
+			t.Errorf("openstack_api_requests_total%v = %v, want %v", l, v, want[0])
+		}
+		if v := counter(t, "openstack_api_request_errors_total", l); v != want[1] {
+			t.Errorf("openstack_api_request_errors_total%v = %v, want %v", l, v, want[1])
+		}
+		if n := observations(t, "openstack_api_request_duration_seconds", l); n != 1 {
+			t.Errorf("openstack_api_request_duration_seconds%v has %d samples, want 1", l, n)
+		}
+	}
+}

@@ -227,6 +227,7 @@ func init() {
 		},
 		Capabilities:    []driver.Capability{driver.Instances, driver.Zones},
 		Classify:        classify,
+		UpstreamMetrics: upstreamMetrics,
 		CredentialsHint: "the OpenStack credentials (drivers.openstack.applicationCredentialID/Secret, or username, password and the project) and that Keystone at drivers.openstack.authURL accepts them",
 	})
 }
