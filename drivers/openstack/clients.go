@@ -13,8 +13,20 @@ import (
 // clients are the service clients of one Keystone session.
 type clients struct {
 	provider *gophercloud.ProviderClient
+	eo       gophercloud.EndpointOpts
+	region   string
 	compute  *gophercloud.ServiceClient
 	network  *gophercloud.ServiceClient
+}
+
+// blockStorage is Cinder's v3 client, found in the catalog on use: a
+// cloud without Cinder fails volume lookups only.
+func (cl *clients) blockStorage() (*gophercloud.ServiceClient, error) {
+	bs, err := gcopenstack.NewBlockStorageV3(cl.provider, cl.eo)
+	if err != nil {
+		return nil, catalogError("volumev3", cl.region, err)
+	}
+	return bs, nil
 }
 
 // session authenticates once (Keystone v3, password or application
@@ -44,7 +56,7 @@ func (c *Cloud) session(ctx context.Context) (*clients, error) {
 	}); err != nil {
 		return nil, err
 	}
-	cl := &clients{provider: provider}
+	cl := &clients{provider: provider, eo: c.endpoint(), region: c.cfg.Region}
 	if cl.compute, err = gcopenstack.NewComputeV2(provider, c.endpoint()); err != nil {
 		return nil, catalogError("compute", c.cfg.Region, err)
 	}

@@ -17,12 +17,14 @@ import (
 	"sync"
 
 	"github.com/gophercloud/gophercloud/v2"
+	blockvolumes "github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
 
 	"github.com/polyccm/polyccm/config"
 	"github.com/polyccm/polyccm/config/secret"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/driver"
 	"github.com/polyccm/polyccm/core/instances"
+	"github.com/polyccm/polyccm/core/volumes"
 )
 
 // Name is the driver's name in the config and in build tags.
@@ -67,6 +69,8 @@ type Config struct {
 	// RegionalProviderID writes providerIDs as openstack://<region>/<id>
 	// (the OS_CCM_REGIONAL=true variable) instead of openstack:///<id>.
 	RegionalProviderID bool `koanf:"regionalProviderID"`
+	// RouterID is the Neutron router pod routes go in ([Route] router-id).
+	RouterID string `koanf:"routerID"`
 	// Networking is the [Networking] section.
 	Networking NetworkingConfig `koanf:"networking"`
 }
@@ -166,7 +170,9 @@ type Cloud struct {
 	mu      sync.Mutex
 	clients *clients // once authenticated
 
-	listing *instances.Listing[string, *server]
+	listing       *instances.Listing[string, *server]
+	volumeListing *volumes.Listing[string, *blockvolumes.Volume]
+	routes        *routes
 
 	flavorMu sync.Mutex
 	flavors  map[string]string // flavor ID -> its name, for older Novas
@@ -198,6 +204,8 @@ func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
 	}
 	c := &Cloud{cfg: *cfg, api: deps.API, deps: deps, http: &http.Client{Transport: rt}, flavors: map[string]string{}}
 	c.listing = c.newListing()
+	c.volumeListing = c.newVolumeListing()
+	c.initRoutes()
 	return c, nil
 }
 
@@ -225,7 +233,7 @@ func init() {
 			{Key: "password", Name: "openstack-password", SecretKey: "openstack-password", Unset: "an application credential"},
 			{Key: "applicationCredentialSecret", Name: "openstack-application-credential-secret", SecretKey: "openstack-application-credential-secret", Unset: "a password"},
 		},
-		Capabilities:    []driver.Capability{driver.Instances, driver.Zones},
+		Capabilities:    []driver.Capability{driver.Instances, driver.Zones, driver.Routes, driver.Volumes},
 		Classify:        classify,
 		UpstreamMetrics: upstreamMetrics,
 		CredentialsHint: "the OpenStack credentials (drivers.openstack.applicationCredentialID/Secret, or username, password and the project) and that Keystone at drivers.openstack.authURL accepts them",

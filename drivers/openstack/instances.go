@@ -66,6 +66,9 @@ func (c *Cloud) ProviderID(id string) string {
 	return ProviderName + ":///" + id
 }
 
+// uuidRE is an OpenStack resource ID.
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$`)
+
 var providerIDRE = regexp.MustCompile(`^` + ProviderName + `://([^/]*)/([^/]+)$`)
 
 // serverID reads both providerID forms upstream accepts; a region that is
