@@ -409,16 +409,18 @@ func (s *Server) tokenDocLocked(c *call, t *tokenState) map[string]any {
 // name as devstack registers them, and where each region serves it.
 type catalogService struct {
 	typ, name string
-	path      func(prefix string) string
+	path      func(prefix, project string) string
 }
 
 var catalogServices = []catalogService{
 	// Keystone serves every region from one place.
-	{"identity", "keystone", func(string) string { return "/identity" }},
-	{"compute", "nova", func(p string) string { return p + "/compute/v2.1" }},
-	{"network", "neutron", func(p string) string { return p + "/network" }},
-	{"load-balancer", "octavia", func(p string) string { return p + "/load-balancer" }},
-	{"volumev3", "cinderv3", func(p string) string { return p + "/volume/v3" }},
+	{"identity", "keystone", func(string, string) string { return "/identity" }},
+	{"compute", "nova", func(p, _ string) string { return p + "/compute/v2.1" }},
+	{"network", "neutron", func(p, _ string) string { return p + "/network" }},
+	{"load-balancer", "octavia", func(p, _ string) string { return p + "/load-balancer" }},
+	// Cinder's endpoint carries the project, as devstack registers it
+	// (".../v3/$(project_id)s") and clouds publish it.
+	{"volumev3", "cinderv3", func(p, project string) string { return p + "/volume/v3/" + project }},
 }
 
 // catalogLocked lists every service in every region, each with a public
@@ -428,7 +430,7 @@ func (s *Server) catalogLocked(host string) []wireCatalogEntry {
 	for _, svc := range catalogServices {
 		e := wireCatalogEntry{ID: stableID("service", svc.typ), Name: svc.name, Type: svc.typ}
 		for _, region := range s.regions {
-			url := host + svc.path(s.regionPrefixLocked(region))
+			url := host + svc.path(s.regionPrefixLocked(region), s.account.ProjectID)
 			for _, iface := range []string{"public", "internal"} {
 				e.Endpoints = append(e.Endpoints, wireEndpoint{ID: stableID("endpoint", svc.typ, region, iface),
 					Interface: iface, Region: region, RegionID: region, URL: url})

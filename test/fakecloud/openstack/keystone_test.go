@@ -188,7 +188,7 @@ func TestTokenWire(t *testing.T) {
 	}
 	// Every service in every region, public and internal.
 	want := map[string]string{"identity": "/identity", "compute": "/compute/v2.1", "network": "/network",
-		"load-balancer": "/load-balancer", "volumev3": "/volume/v3"}
+		"load-balancer": "/load-balancer", "volumev3": "/volume/v3/" + a.ProjectID}
 	for _, e := range body["catalog"].([]any) {
 		e := e.(map[string]any)
 		path, ok := want[e["type"].(string)]
@@ -391,12 +391,12 @@ func TestVersionDocuments(t *testing.T) {
 		doc(t, b)["versions"].(map[string]any)["values"].([]any)[0].(map[string]any)["id"] != "v3.14" {
 		t.Errorf("identity: %d %s", r.StatusCode, b)
 	}
-	// gophercloud finds Octavia's and Cinder's endpoints, placeholders as they are.
+	// gophercloud finds Octavia's endpoint, a placeholder, and Cinder's.
 	p := provider(t, s)
 	if lb, err := gos.NewLoadBalancerV2(p, gophercloud.EndpointOpts{}); err != nil || lb.ResourceBase != s.URL()+"/load-balancer/v2.0/" {
 		t.Errorf("load-balancer: %v %v", lb, err)
 	}
-	if bs, err := gos.NewBlockStorageV3(p, gophercloud.EndpointOpts{}); err != nil || bs.Endpoint != s.URL()+"/volume/v3/" {
+	if bs, err := gos.NewBlockStorageV3(p, gophercloud.EndpointOpts{}); err != nil || bs.Endpoint != s.URL()+"/volume/v3/"+s.Account().ProjectID+"/" {
 		t.Errorf("block storage: %v %v", bs, err)
 	}
 	// The microversion range follows the knob.

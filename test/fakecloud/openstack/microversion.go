@@ -95,3 +95,55 @@ func (s *Server) requestedMicroversion(r *http.Request) (microversion, int, any)
 	}
 	return mv, 0, nil
 }
+
+// Cinder's range: 3.0 when a request asks for none, up to 3.71, the
+// highest since 2023.2 (Bobcat), which its version document offers.
+var (
+	minVolumeMicroversion = microversion{3, 0}
+	maxVolumeMicroversion = microversion{3, 71}
+)
+
+// from says whether v is major.minor or later.
+func (v microversion) from(major, minor int) bool { return !v.less(microversion{major, minor}) }
+
+// requestedVolumeMicroversion reads the volume microversion a request asks
+// for, as Cinder does: from "OpenStack-API-Version: volume X.Y" alone (it
+// has no legacy header), else 3.0; "latest" is the highest. A header
+// naming no volume version is refused as Cinder's fault wrapper refuses
+// its VersionNotFoundForAPIMethod (400, in webob's words); a malformed
+// version is 400, one out of range 406.
+func requestedVolumeMicroversion(r *http.Request) (microversion, int, any) {
+	hdrs := r.Header.Values("OpenStack-API-Version")
+	if len(hdrs) == 0 {
+		return minVolumeMicroversion, 0, nil
+	}
+	asked := ""
+	for _, part := range strings.Split(strings.Join(hdrs, ","), ",") {
+		if strings.Contains(part, svcVolume) {
+			if f := strings.Fields(part); len(f) == 2 {
+				asked = f[1]
+			}
+			break
+		}
+	}
+	switch asked {
+	case "":
+		st, body := errNova(http.StatusBadRequest,
+			"The server could not comply with the request since it is either malformed or otherwise incorrect.")
+		return microversion{}, st, body
+	case "latest":
+		return maxVolumeMicroversion, 0, nil
+	}
+	mv, ok := parseMicroversion(asked)
+	if !ok {
+		st, body := errNova(http.StatusBadRequest, fmt.Sprintf(
+			"API Version String %s is of invalid format. Must be of format MajorNum.MinorNum.", asked))
+		return microversion{}, st, body
+	}
+	if mv.less(minVolumeMicroversion) || maxVolumeMicroversion.less(mv) {
+		st, body := errNova(http.StatusNotAcceptable, fmt.Sprintf(
+			"Version %s is not supported by the API. Minimum is %s and maximum is %s.", mv, minVolumeMicroversion, maxVolumeMicroversion))
+		return microversion{}, st, body
+	}
+	return mv, 0, nil
+}

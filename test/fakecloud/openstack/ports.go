@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -79,6 +80,25 @@ type portState struct {
 	CloudPort
 	created time.Time
 	seq     int64 // creation order: a server's NICs are listed in it
+	// project owns the port: the account's, or none for a router's
+	// gateway port, which Neutron makes for no project and only admins
+	// see.
+	project string
+}
+
+// Device owners of the ports Neutron makes for routers.
+const (
+	deviceOwnerRouterInterface = "network:router_interface"
+	deviceOwnerRouterGateway   = "network:router_gateway"
+)
+
+// portSecurityGroups are the port's groups: the project's default for
+// servers' ports, none for the network's own (routers').
+func (s *Server) portSecurityGroups(p *portState) []string {
+	if strings.HasPrefix(p.DeviceOwner, "network:") {
+		return []string{}
+	}
+	return []string{s.securityG}
 }
 
 func (p *portState) clone() CloudPort {
@@ -178,7 +198,9 @@ func (s *Server) deletePortLocked(p *portState) {
 		}
 	}
 	for _, f := range p.FixedIPs {
-		if sub := s.subnets[f.SubnetID]; sub != nil {
+		// A router interface holds the gateway address, which stays
+		// the subnet's.
+		if sub := s.subnets[f.SubnetID]; sub != nil && netip.MustParseAddr(f.IP) != sub.gateway {
 			delete(sub.used, netip.MustParseAddr(f.IP))
 		}
 	}
@@ -229,7 +251,7 @@ func (s *Server) newPortLocked(region, network string, ips []string, name, mac s
 	}
 	s.seq++
 	p := &portState{CloudPort: CloudPort{ID: newUUID(), Name: name, Region: region, NetworkID: n.ID, MAC: mac,
-		Status: PortDown}, created: s.now(), seq: s.seq}
+		Status: PortDown}, created: s.now(), seq: s.seq, project: s.account.ProjectID}
 	s.ports[p.ID] = p
 	fail := func(err error) (*portState, error) {
 		s.deletePortLocked(p)
@@ -287,19 +309,18 @@ func (s *Server) listPorts(c *call) (int, any) {
 	defer s.mu.Unlock()
 	var items []neutronItem
 	for _, p := range s.ports {
-		if p.Region != c.region {
+		if p.Region != c.region || p.project == "" {
 			continue
 		}
 		var fixed []string
 		for _, f := range p.FixedIPs {
 			fixed = append(fixed, "ip_address="+f.IP, "subnet_id="+f.SubnetID)
 		}
-		pid := s.account.ProjectID
 		items = append(items, neutronItem{id: p.ID, fields: map[string][]string{
 			"id": {p.ID}, "name": {p.Name}, "network_id": {p.NetworkID}, "device_id": {p.DeviceID},
-			"device_owner": {p.DeviceOwner}, "status": {p.Status}, "mac_address": {p.MAC}, "tenant_id": {pid},
-			"project_id": {pid}, "admin_state_up": {"true"}, "description": {""}, "fixed_ips": fixed,
-			"security_groups": {s.securityG}}})
+			"device_owner": {p.DeviceOwner}, "status": {p.Status}, "mac_address": {p.MAC}, "tenant_id": {p.project},
+			"project_id": {p.project}, "admin_state_up": {"true"}, "description": {""}, "fixed_ips": fixed,
+			"security_groups": s.portSecurityGroups(p)}})
 	}
 	return neutronPage(c, "ports", nq, items, func(id string) any { return s.wirePortLocked(s.ports[id]) },
 		func(id string) (int, any) { return errPortNotFound(id) })
@@ -313,18 +334,17 @@ func (s *Server) getPort(c *call) (int, any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.ports[c.p["id"]]
-	if p == nil || p.Region != c.region {
+	if p == nil || p.Region != c.region || p.project == "" {
 		return errPortNotFound(c.p["id"])
 	}
 	return http.StatusOK, map[string]any{"port": s.wirePortLocked(p)}
 }
 
 func (s *Server) wirePortLocked(p *portState) wirePort {
-	pid := s.account.ProjectID
-	w := wirePort{ID: p.ID, Name: p.Name, NetworkID: p.NetworkID, TenantID: pid, ProjectID: pid, MACAddress: p.MAC,
+	w := wirePort{ID: p.ID, Name: p.Name, NetworkID: p.NetworkID, TenantID: p.project, ProjectID: p.project, MACAddress: p.MAC,
 		AdminStateUp: true, Status: p.Status, DeviceID: p.DeviceID, DeviceOwner: p.DeviceOwner,
 		FixedIPs: []wireFixedIP{}, AllowedAddressPairs: []any{}, ExtraDHCPOpts: []any{},
-		SecurityGroups: []string{s.securityG}, BindingVNICType: "normal", PortSecurityEnabled: true,
+		SecurityGroups: s.portSecurityGroups(p), BindingVNICType: "normal", PortSecurityEnabled: true,
 		IPAllocation: "immediate", Tags: []string{}, CreatedAt: stamp(p.created), UpdatedAt: stamp(p.created),
 		RevisionNumber: 1}
 	for _, f := range p.FixedIPs {

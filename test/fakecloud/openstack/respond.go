@@ -14,7 +14,8 @@ import (
 //   - Keystone, and keystonemiddleware in front of every other service
 //     (so every 401): {"error": {"code", "message", "title"}}.
 //   - Nova (and Cinder): {"<fault name>": {"code", "message"}}, the name
-//     by status ("itemNotFound", "badRequest", "overLimit", ...).
+//     by status ("itemNotFound", "badRequest", "overLimit", ...); Cinder's
+//     rate limiter answers {"overLimitFault": {...}}.
 //   - Neutron: {"NeutronError": {"type", "message", "detail"}}, and
 //     webob's own document for paths no controller serves.
 //   - Octavia (WSME): {"faultcode", "faultstring", "debuginfo"}.
@@ -171,9 +172,14 @@ const minRetryAfter = time.Second
 func errOverLimit(service string, status int, retry time.Duration) (int, any) {
 	const message = "This request was rate-limited."
 	secs := strconv.Itoa(int((retry + time.Second - 1) / time.Second))
-	if service == svcCompute || service == svcVolume {
-		return status, map[string]novaFault{"overLimit": {Code: status, Message: message,
-			Details: "Only a limited number of requests can be made every second.", RetryAfter: secs}}
+	const details = "Only a limited number of requests can be made every second."
+	switch service {
+	case svcCompute:
+		return status, map[string]novaFault{"overLimit": {Code: status, Message: message, Details: details, RetryAfter: secs}}
+	case svcVolume:
+		// Cinder's limiter (OverLimitFault) names its fault
+		// "overLimitFault" and gives the delay in Retry-After only.
+		return status, map[string]novaFault{"overLimitFault": {Code: status, Message: message, Details: details}}
 	}
 	return errService(service, status, message)
 }
@@ -211,7 +217,7 @@ type replyWriter struct {
 	service   string
 	requestID string
 	keystone  string        // Keystone's root, for WWW-Authenticate
-	mv        *microversion // the compute microversion the answer is in
+	mv        *microversion // the Nova or Cinder microversion the answer is in
 }
 
 // reply writes a handler's result and returns the status written.
@@ -231,6 +237,11 @@ func (rw *replyWriter) reply(status int, body any) int {
 			h.Set("OpenStack-API-Version", "compute "+rw.mv.String())
 			h.Set("X-OpenStack-Nova-API-Version", rw.mv.String())
 			h.Set("Vary", "OpenStack-API-Version, X-OpenStack-Nova-API-Version")
+		}
+	case svcVolume:
+		if rw.mv != nil {
+			h.Set("OpenStack-API-Version", "volume "+rw.mv.String())
+			h.Set("Vary", "OpenStack-API-Version")
 		}
 	case svcIdentity:
 		h.Set("Vary", "X-Auth-Token")

@@ -46,8 +46,21 @@ const (
 	PortsList       = "network.ports.list"    // GET /network/v2.0/ports
 	PortsGet        = "network.ports.get"     // GET /network/v2.0/ports/{id}
 
+	RoutersList              = "network.routers.list"               // GET /network/v2.0/routers
+	RoutersGet               = "network.routers.get"                // GET /network/v2.0/routers/{id}
+	RoutersUpdate            = "network.routers.update"             // PUT /network/v2.0/routers/{id}
+	RoutersAddExtraRoutes    = "network.routers.add_extraroutes"    // PUT /network/v2.0/routers/{id}/add_extraroutes
+	RoutersRemoveExtraRoutes = "network.routers.remove_extraroutes" // PUT /network/v2.0/routers/{id}/remove_extraroutes
+	ExtensionsList           = "network.extensions.list"            // GET /network/v2.0/extensions
+	ExtensionsGet            = "network.extensions.get"             // GET /network/v2.0/extensions/{alias}
+
 	LoadBalancerVersions = "load-balancer.versions" // GET /load-balancer
-	VolumeVersions       = "volume.versions"        // GET /volume
+
+	// Cinder's paths may carry the project ("/volume/v3/{project_id}/volumes",
+	// as the catalog gives them) or not (from 3.67); both count alike.
+	VolumeVersions = "volume.versions"     // GET /volume
+	VolumesList    = "volume.volumes.list" // GET /volume/v3/{project_id}/volumes/detail
+	VolumesGet     = "volume.volumes.get"  // GET /volume/v3/{project_id}/volumes/{id}
 )
 
 // handlerFunc serves one matched route. It returns the status and the
@@ -77,7 +90,7 @@ type call struct {
 	root string
 	// host is scheme://host alone, for Keystone, which every region shares.
 	host string
-	mv   microversion // the compute microversion asked for; zero elsewhere
+	mv   microversion // the microversion asked for, of Nova or Cinder; zero elsewhere
 }
 
 // handle registers a route; pattern is the path from the region's root,
@@ -152,8 +165,8 @@ func (s *Server) serve(rw *replyWriter, c *call, d faults.Decision, rt *route, k
 	case rt == nil:
 		return rw.reply(errNoRoute(rw.service, allowed))
 	}
-	if rt.service == svcCompute && !rt.public {
-		mv, status, body := s.requestedMicroversion(c.r)
+	if versioned(rt) {
+		mv, status, body := s.microversionFor(rt.service, c.r)
 		if status != 0 {
 			return rw.reply(status, body)
 		}
@@ -174,14 +187,28 @@ func (s *Server) commit(c *call, rt *route) {
 	cc := *c
 	cc.r = c.r.Clone(c.r.Context())
 	cc.r.Body = io.NopCloser(bytes.NewReader(body))
-	if rt.service == svcCompute && !rt.public {
-		mv, status, _ := s.requestedMicroversion(cc.r)
+	if versioned(rt) {
+		mv, status, _ := s.microversionFor(rt.service, cc.r)
 		if status != 0 {
 			return
 		}
 		cc.mv = mv
 	}
 	_, _ = rt.handle(&cc)
+}
+
+// versioned says whether a route's service reads a microversion from the
+// request: Nova's and Cinder's APIs do, their version documents do not.
+func versioned(rt *route) bool {
+	return !rt.public && (rt.service == svcCompute || rt.service == svcVolume)
+}
+
+// microversionFor reads the microversion a request asks of the service.
+func (s *Server) microversionFor(service string, r *http.Request) (microversion, int, any) {
+	if service == svcVolume {
+		return requestedVolumeMicroversion(r)
+	}
+	return s.requestedMicroversion(r)
 }
 
 // splitRegion takes the region's prefix off a path: the first region is

@@ -1,6 +1,7 @@
 // Package openstack is an in-memory fake of an OpenStack cloud that speaks
-// its wire formats: Keystone v3 (identity), Nova v2.1 (compute) and
-// Neutron v2.0 (network), with the paths, JSON documents, microversions,
+// its wire formats: Keystone v3 (identity), Nova v2.1 (compute), Neutron
+// v2.0 (network) and Cinder v3 (block storage), with the paths, JSON
+// documents, microversions,
 // pagination links, error bodies, status codes and request-ID headers of
 // the real services, so gophercloud (or any other client) works against it
 // unchanged. It is written for a driver that must stand in for
@@ -13,10 +14,11 @@
 //	/compute/v2.1     Nova
 //	/network          Neutron (its API under /network/v2.0)
 //	/load-balancer    Octavia: version discovery only, a placeholder
-//	/volume/v3        Cinder (volumev3): a placeholder
+//	/volume/v3        Cinder (volumev3; the catalog's URL ends in the project)
 //
 // Regions added with AddRegion are served under /regions/<n>/, each with
-// its own servers, ports and networks, and share Keystone, as regions do.
+// its own servers, ports, networks, routers and volumes, and share
+// Keystone, as regions do.
 //
 // The JSON types are written from the API references rather than taken
 // from gophercloud, so tests against the fake are an independent check of
@@ -28,9 +30,11 @@
 // constants). OpenStack services do not throttle by themselves, so no rate
 // limit is on until SetRateLimit or the injector's families turn one on.
 //
-// Servers, networks and flavors are made with knobs (AddServer, AddNetwork,
-// AddFlavor), as a cluster's machines are made outside it; the API is read
-// only apart from Keystone's tokens.
+// Servers, networks, routers, volumes and flavors are made with knobs
+// (AddServer, AddNetwork, AddRouter, AddVolume, AddFlavor), as a
+// cluster's machines are made outside it; the API is read only apart
+// from Keystone's tokens and a router's routes, which the route
+// controller of a CCM writes.
 package openstack
 
 import (
@@ -63,15 +67,20 @@ type Server struct {
 	tokenLifetime time.Duration
 	maxMicro      microversion
 
-	servers   map[string]*serverState
-	flavors   map[string]*Flavor
-	networks  map[string]*networkState
-	subnets   map[string]*subnetState
-	ports     map[string]*portState
-	securityG string // the project's default security group
-	imageID   string // the image every server booted from
-	seq       int64  // Nova's internal instance ids: ties in created_at sort by them
-	nextMAC   int
+	servers  map[string]*serverState
+	flavors  map[string]*Flavor
+	networks map[string]*networkState
+	subnets  map[string]*subnetState
+	ports    map[string]*portState
+	routers  map[string]*routerState
+	volumes  map[string]*volumeState
+	// netExts are the aliases of the Neutron extensions offered.
+	netExts    []string
+	routeQuota int    // Neutron's quota_router_route; negative for none
+	securityG  string // the project's default security group
+	imageID    string // the image every server booted from
+	seq        int64  // Nova's internal instance ids: ties in created_at sort by them
+	nextMAC    int
 }
 
 // New returns a fake cloud with the identity of a, whose zero fields get
@@ -90,6 +99,10 @@ func New(a Account) *Server {
 		networks:      map[string]*networkState{},
 		subnets:       map[string]*subnetState{},
 		ports:         map[string]*portState{},
+		routers:       map[string]*routerState{},
+		volumes:       map[string]*volumeState{},
+		netExts:       slices.Clone(defaultNetworkExtensions),
+		routeQuota:    DefaultRouteQuota,
 		securityG:     newUUID(),
 		imageID:       newUUID(),
 	}
@@ -103,6 +116,9 @@ func New(a Account) *Server {
 	s.registerFlavors()
 	s.registerNetworks()
 	s.registerPorts()
+	s.registerRouters()
+	s.registerExtensions()
+	s.registerVolumes()
 	return s
 }
 

@@ -197,7 +197,7 @@ func (s *Server) StopServer(id string) error { return s.SetServerStatus(id, Stat
 func (s *Server) StartServer(id string) error { return s.SetServerStatus(id, StatusActive) }
 
 // DeleteServer deletes a server and the ports made for it, freeing their
-// addresses.
+// addresses, and detaches its volumes.
 func (s *Server) DeleteServer(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -207,6 +207,7 @@ func (s *Server) DeleteServer(id string) error {
 	for _, p := range s.serverPortsLocked(id) {
 		s.deletePortLocked(p)
 	}
+	s.detachServerVolumesLocked(id)
 	delete(s.servers, id)
 	return nil
 }
@@ -360,6 +361,13 @@ func (s *Server) wireServerLocked(c *call, sv *serverState) wireServer {
 	}
 	if len(ports) > 0 {
 		w.SecurityGroups = []wireName{{Name: "default"}}
+	}
+	for _, a := range s.serverVolumesLocked(sv.ID) {
+		va := wireVolumeAttachment{ID: a.volumeID}
+		if c.mv.atLeast(3) {
+			va.DeleteOnTermination = new(bool)
+		}
+		w.VolumesAttached = append(w.VolumesAttached, va)
 	}
 	if c.mv.atLeast(9) {
 		w.Locked = false

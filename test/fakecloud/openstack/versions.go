@@ -88,10 +88,9 @@ func loadBalancerVersions(c *call) (int, any) {
 }
 
 // volumeVersions: Cinder answers its root with 300 Multiple Choices.
-// Cinder itself is not modelled yet.
 func volumeVersions(c *call) (int, any) {
 	return http.StatusMultipleChoices, map[string]any{"versions": []wireVersion{{ID: "v3.0", Status: "CURRENT",
-		Version: strPtr("3.71"), MinVersion: strPtr("3.0"), Updated: "2023-08-31T00:00:00Z",
+		Version: strPtr(maxVolumeMicroversion.String()), MinVersion: strPtr(minVolumeMicroversion.String()), Updated: "2023-08-31T00:00:00Z",
 		Links:      []wireLink{{Rel: "self", Href: c.root + "/volume/v3/"}},
 		MediaTypes: []wireMediaType{{Base: "application/json", Type: "application/vnd.openstack.volume+json;version=3"}}}}}
 }

@@ -1,10 +1,11 @@
 package openstack
 
 // The JSON shapes of the documents, from the API references (Identity v3,
-// Compute v2.1, Networking v2.0). Fields the services send as null are
-// pointers or any; lists they send empty are never nil. Fields that
-// depend on the compute microversion are any with omitempty: absent below
-// their version, and present (null or [] included) from it.
+// Compute v2.1, Networking v2.0, Block Storage v3). Fields the services
+// send as null are pointers or any; lists they send empty are never nil.
+// Fields that depend on the compute or volume microversion are any with
+// omitempty: absent below their version, and present (null or []
+// included) from it.
 
 type wireLink struct {
 	Href string `json:"href"`
@@ -131,9 +132,11 @@ type wireName struct {
 	Name string `json:"name"`
 }
 
+// wireVolumeAttachment is one of a server's volumes; Nova tells whether
+// it goes with the server from 2.3.
 type wireVolumeAttachment struct {
 	ID                  string `json:"id"`
-	DeleteOnTermination bool   `json:"delete_on_termination"`
+	DeleteOnTermination *bool  `json:"delete_on_termination,omitempty"` // 2.3
 }
 
 // wireAddress is one of a server's addresses, under its network's name.
@@ -282,4 +285,89 @@ type wireSubPort struct {
 	SegmentationType string `json:"segmentation_type"`
 	PortID           string `json:"port_id"`
 	MACAddress       string `json:"mac_address"`
+}
+
+// Neutron's routers.
+
+type wireRouter struct {
+	ID                    string           `json:"id"`
+	Name                  string           `json:"name"`
+	Status                string           `json:"status"`
+	AdminStateUp          bool             `json:"admin_state_up"`
+	TenantID              string           `json:"tenant_id"`
+	ProjectID             string           `json:"project_id"`
+	ExternalGatewayInfo   *wireGatewayInfo `json:"external_gateway_info"`
+	Description           string           `json:"description"`
+	AvailabilityZoneHints []string         `json:"availability_zone_hints"`
+	AvailabilityZones     []string         `json:"availability_zones"`
+	Routes                *[]wireRoute     `json:"routes,omitempty"` // with the extraroute extension
+	Tags                  []string         `json:"tags"`
+	CreatedAt             string           `json:"created_at"`
+	UpdatedAt             string           `json:"updated_at"`
+	RevisionNumber        int              `json:"revision_number"`
+}
+
+type wireGatewayInfo struct {
+	NetworkID        string        `json:"network_id"`
+	ExternalFixedIPs []wireFixedIP `json:"external_fixed_ips"`
+	EnableSNAT       bool          `json:"enable_snat"`
+}
+
+type wireRoute struct {
+	Destination string `json:"destination"`
+	NextHop     string `json:"nexthop"`
+}
+
+type wireExtension struct {
+	Name        string `json:"name"`
+	Alias       string `json:"alias"`
+	Description string `json:"description"`
+	Updated     string `json:"updated"`
+	Links       []any  `json:"links"`
+}
+
+// Cinder.
+
+// wireVolume is a volume as Cinder shows it to a project member: no
+// host, migration or provider attributes, which are the admin's.
+type wireVolume struct {
+	ID                 string               `json:"id"`
+	Status             string               `json:"status"`
+	Size               int                  `json:"size"`
+	AvailabilityZone   string               `json:"availability_zone"`
+	CreatedAt          string               `json:"created_at"`
+	UpdatedAt          *string              `json:"updated_at"`
+	Name               *string              `json:"name"`
+	Description        *string              `json:"description"`
+	VolumeType         string               `json:"volume_type"`
+	SnapshotID         *string              `json:"snapshot_id"`
+	SourceVolID        *string              `json:"source_volid"`
+	Metadata           map[string]string    `json:"metadata"`
+	Links              []wireLink           `json:"links"`
+	UserID             string               `json:"user_id"`
+	Bootable           string               `json:"bootable"` // "true" or "false"
+	Encrypted          bool                 `json:"encrypted"`
+	ReplicationStatus  *string              `json:"replication_status"`
+	ConsistencyGroupID *string              `json:"consistencygroup_id"`
+	Multiattach        bool                 `json:"multiattach"`
+	Attachments        []wireVolumeAttached `json:"attachments"`
+	TenantID           string               `json:"os-vol-tenant-attr:tenant_id"`
+
+	GroupID       any `json:"group_id,omitempty"`       // 3.13
+	SharedTargets any `json:"shared_targets,omitempty"` // 3.48
+	ServiceUUID   any `json:"service_uuid,omitempty"`   // 3.48
+	VolumeTypeID  any `json:"volume_type_id,omitempty"` // 3.63
+	ConsumesQuota any `json:"consumes_quota,omitempty"` // 3.65
+}
+
+// wireVolumeAttached is one of a volume's attachments; the host is
+// shown to admins only.
+type wireVolumeAttached struct {
+	ID           string  `json:"id"` // the volume's
+	AttachmentID string  `json:"attachment_id"`
+	VolumeID     string  `json:"volume_id"`
+	ServerID     string  `json:"server_id"`
+	HostName     *string `json:"host_name"`
+	Device       string  `json:"device"`
+	AttachedAt   string  `json:"attached_at"`
 }
