@@ -3,7 +3,6 @@ package instances
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/polyccm/polyccm/core/batch"
 )
@@ -17,37 +16,26 @@ import (
 // changes never makes a Node look deleted. A driver gives it the calls and
 // the mapping; Lookup is its whole Source.
 type Listing[ID comparable, T any] struct {
+	// Listing looks instances up by ID: IDOf, Get (found is false only
+	// when the cloud answered that there is none), List, PerPage and
+	// Concurrency.
+	batch.Listing[ID, T]
 	// Parse turns a providerID into the cloud's ID.
 	Parse func(providerID string) (ID, error)
-	// IDOf and NameOf read an item.
-	IDOf   func(T) ID
+	// NameOf reads an item's name.
 	NameOf func(T) string
-	// Get looks one instance up; found is false only when the cloud
-	// answered that it does not exist.
-	Get func(ctx context.Context, id ID) (item T, found bool, err error)
-	// List lists every instance; ListByName those with one name (nil: a
-	// name missing from a full listing is gone).
-	List       func(ctx context.Context) ([]T, error)
+	// ListByName lists the instances with one name (nil: a name missing
+	// from a full listing is gone).
 	ListByName func(ctx context.Context, name string) ([]T, error)
-	// PerPage is the size of a listing page.
-	PerPage int
-	// Concurrency bounds parallel GETs (default 8).
-	Concurrency int
 	// Plural and ProviderIDForm name the cloud's instances and its
 	// providerID form, for the error about a name several instances share
 	// ("droplets", "digitalocean://<droplet-id>").
 	Plural, ProviderIDForm string
-
-	once sync.Once
-	ids  *batch.Listing[ID, T]
 }
 
 // Lookup answers the batch; convert maps an item, told whether its name
 // identifies it (several instances may share a name on some clouds).
 func (l *Listing[ID, T]) Lookup(ctx context.Context, keys []Key, convert func(item T, uniqueName bool) *Instance) (Answer, error) {
-	l.once.Do(func() {
-		l.ids = &batch.Listing[ID, T]{IDOf: l.IDOf, Get: l.Get, List: l.List, PerPage: l.PerPage, Concurrency: l.Concurrency}
-	})
 	g := Group(keys, l.Parse)
 	results := g.Results
 	if len(g.ByRef) == 0 && len(g.ByName) == 0 {
@@ -58,7 +46,7 @@ func (l *Listing[ID, T]) Lookup(ctx context.Context, keys []Key, convert func(it
 		ids = append(ids, id)
 	}
 	// Names are found only in a listing.
-	outcomes, items, err := l.ids.Resolve(ctx, ids, len(g.ByName) > 0)
+	outcomes, items, err := l.Resolve(ctx, ids, len(g.ByName) > 0)
 	if err != nil {
 		return Answer{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/polyccm/polyccm/core/batch"
 	"github.com/polyccm/polyccm/core/instances"
 )
 
@@ -27,7 +28,8 @@ type cloud struct {
 }
 
 func (c *cloud) listing() *instances.Listing[int, item] {
-	return &instances.Listing[int, item]{
+	l := &instances.Listing[int, item]{
+		Plural: "things", ProviderIDForm: "x://<id>",
 		Parse: func(p string) (int, error) {
 			id, err := strconv.Atoi(strings.TrimPrefix(p, "x://"))
 			if err != nil {
@@ -35,32 +37,32 @@ func (c *cloud) listing() *instances.Listing[int, item] {
 			}
 			return id, nil
 		},
-		IDOf:   func(it item) int { return it.id },
-		NameOf: func(it item) string { return it.name },
-		Get: func(_ context.Context, id int) (item, bool, error) {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			c.gets++
-			if c.failGet != nil {
-				return item{}, false, c.failGet
-			}
-			it, ok := c.items[id]
-			return it, ok, nil
-		},
-		List: func(context.Context) ([]item, error) {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			var out []item
-			for id, it := range c.items {
-				if !c.hidden[id] {
-					out = append(out, it)
-				}
-			}
-			c.list += (len(out) + 9) / 10
-			return out, nil
-		},
-		PerPage: 10, Plural: "things", ProviderIDForm: "x://<id>",
+		NameOf:  func(it item) string { return it.name },
+		Listing: batch.Listing[int, item]{IDOf: func(it item) int { return it.id }, PerPage: 10},
 	}
+	l.Get = func(_ context.Context, id int) (item, bool, error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.gets++
+		if c.failGet != nil {
+			return item{}, false, c.failGet
+		}
+		it, ok := c.items[id]
+		return it, ok, nil
+	}
+	l.List = func(context.Context) ([]item, error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		var out []item
+		for id, it := range c.items {
+			if !c.hidden[id] {
+				out = append(out, it)
+			}
+		}
+		c.list += (len(out) + 9) / 10
+		return out, nil
+	}
+	return l
 }
 
 func convert(it item, unique bool) *instances.Instance {

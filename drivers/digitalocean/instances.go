@@ -8,6 +8,7 @@ import (
 	"github.com/digitalocean/godo"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/polyccm/polyccm/core/batch"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/instances"
 )
@@ -48,23 +49,25 @@ func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (inst
 // newListing is how core's listing reaches droplets.
 func (c *Cloud) newListing() *instances.Listing[int, godo.Droplet] {
 	return &instances.Listing[int, godo.Droplet]{
-		Parse:  dropletID,
-		IDOf:   func(d godo.Droplet) int { return d.ID },
-		NameOf: func(d godo.Droplet) string { return d.Name },
-		Get: func(ctx context.Context, id int) (godo.Droplet, bool, error) {
-			d, err := c.getDroplet(ctx, id)
-			if cloudapi.IsNotFound(err) || (err == nil && d == nil) {
-				return godo.Droplet{}, false, nil
-			}
-			if err != nil {
-				return godo.Droplet{}, false, err
-			}
-			return *d, true, nil
+		Listing: batch.Listing[int, godo.Droplet]{
+			IDOf: func(d godo.Droplet) int { return d.ID },
+			Get: func(ctx context.Context, id int) (godo.Droplet, bool, error) {
+				d, err := c.getDroplet(ctx, id)
+				if cloudapi.IsNotFound(err) || (err == nil && d == nil) {
+					return godo.Droplet{}, false, nil
+				}
+				if err != nil {
+					return godo.Droplet{}, false, err
+				}
+				return *d, true, nil
+			},
+			List:        func(ctx context.Context) ([]godo.Droplet, error) { return c.listDroplets(ctx, "") },
+			PerPage:     perPage,
+			Concurrency: getConcurrency,
 		},
-		List:           func(ctx context.Context) ([]godo.Droplet, error) { return c.listDroplets(ctx, "") },
+		Parse:          dropletID,
+		NameOf:         func(d godo.Droplet) string { return d.Name },
 		ListByName:     c.listDroplets,
-		PerPage:        perPage,
-		Concurrency:    getConcurrency,
 		Plural:         "droplets",
 		ProviderIDForm: providerPrefix + "<droplet-id>",
 	}

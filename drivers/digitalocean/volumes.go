@@ -6,6 +6,7 @@ import (
 	"github.com/digitalocean/godo"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/polyccm/polyccm/core/batch"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/volumes"
 )
@@ -44,7 +45,23 @@ func (c *Cloud) LookupVolumes(ctx context.Context, keys []volumes.Key) (volumes.
 
 // newVolumeListing is how core's listing reaches volumes.
 func (c *Cloud) newVolumeListing() *volumes.Listing[string, *godo.Volume] {
-	l := &volumes.Listing[string, *godo.Volume]{
+	return &volumes.Listing[string, *godo.Volume]{
+		Listing: batch.Listing[string, *godo.Volume]{
+			IDOf: func(v *godo.Volume) string { return v.ID },
+			Get: func(ctx context.Context, id string) (*godo.Volume, bool, error) {
+				var v *godo.Volume
+				err := c.api.Do(ctx, "volumes.get", func(ctx context.Context) error {
+					var err error
+					v, _, err = c.client.Storage.GetVolume(ctx, id)
+					return err
+				})
+				if cloudapi.IsNotFound(err) {
+					return nil, false, nil
+				}
+				return v, err == nil, err
+			},
+			List: c.listVolumes, PerPage: perPage, Concurrency: getConcurrency,
+		},
 		Parse: func(k volumes.Key) (string, error) {
 			if !uuidRE.MatchString(k.ID) {
 				return "", cloudapi.Invalid("%q is not a DigitalOcean volume ID", k.ID)
@@ -52,21 +69,6 @@ func (c *Cloud) newVolumeListing() *volumes.Listing[string, *godo.Volume] {
 			return k.ID, nil
 		},
 	}
-	l.IDOf = func(v *godo.Volume) string { return v.ID }
-	l.Get = func(ctx context.Context, id string) (*godo.Volume, bool, error) {
-		var v *godo.Volume
-		err := c.api.Do(ctx, "volumes.get", func(ctx context.Context) error {
-			var err error
-			v, _, err = c.client.Storage.GetVolume(ctx, id)
-			return err
-		})
-		if cloudapi.IsNotFound(err) {
-			return nil, false, nil
-		}
-		return v, err == nil, err
-	}
-	l.List, l.PerPage, l.Concurrency = c.listVolumes, perPage, getConcurrency
-	return l
 }
 
 // listVolumes pages through every volume of the account.

@@ -9,6 +9,7 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/polyccm/polyccm/core/batch"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/instances"
 )
@@ -60,17 +61,19 @@ func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (inst
 // newListing is how core's listing reaches servers.
 func (c *Cloud) newListing() *instances.Listing[int64, *hcloud.Server] {
 	return &instances.Listing[int64, *hcloud.Server]{
-		Parse:  serverID,
-		IDOf:   func(s *hcloud.Server) int64 { return s.ID },
-		NameOf: func(s *hcloud.Server) string { return s.Name },
-		Get: func(ctx context.Context, id int64) (*hcloud.Server, bool, error) {
-			s, err := c.getServer(ctx, id)
-			return s, s != nil, err
+		Listing: batch.Listing[int64, *hcloud.Server]{
+			IDOf: func(s *hcloud.Server) int64 { return s.ID },
+			Get: func(ctx context.Context, id int64) (*hcloud.Server, bool, error) {
+				s, err := c.getServer(ctx, id)
+				return s, s != nil, err
+			},
+			List:        func(ctx context.Context) ([]*hcloud.Server, error) { return c.listServers(ctx, "") },
+			PerPage:     perPage,
+			Concurrency: getConcurrency,
 		},
-		List:           func(ctx context.Context) ([]*hcloud.Server, error) { return c.listServers(ctx, "") },
+		Parse:          serverID,
+		NameOf:         func(s *hcloud.Server) string { return s.Name },
 		ListByName:     c.listServers,
-		PerPage:        perPage,
-		Concurrency:    getConcurrency,
 		Plural:         "servers",
 		ProviderIDForm: providerPrefix + "<server-id>",
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/polyccm/polyccm/core/batch"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/volumes"
 )
@@ -45,7 +46,21 @@ func (c *Cloud) LookupVolumes(ctx context.Context, keys []volumes.Key) (volumes.
 
 // newVolumeListing is how core's listing reaches volumes.
 func (c *Cloud) newVolumeListing() *volumes.Listing[int64, *hcloud.Volume] {
-	l := &volumes.Listing[int64, *hcloud.Volume]{
+	return &volumes.Listing[int64, *hcloud.Volume]{
+		Listing: batch.Listing[int64, *hcloud.Volume]{
+			IDOf: func(v *hcloud.Volume) int64 { return v.ID },
+			Get: func(ctx context.Context, id int64) (*hcloud.Volume, bool, error) {
+				var v *hcloud.Volume
+				err := c.api.Do(ctx, "volumes.get", func(ctx context.Context) error {
+					var err error
+					// hcloud-go answers nil, nil exactly on a 404 not_found.
+					v, _, err = c.client.Volume.GetByID(ctx, id)
+					return err
+				})
+				return v, v != nil, err
+			},
+			List: c.listVolumes, PerPage: perPage, Concurrency: getConcurrency,
+		},
 		Parse: func(k volumes.Key) (int64, error) {
 			id, err := strconv.ParseInt(k.ID, 10, 64)
 			if err != nil || id <= 0 {
@@ -54,19 +69,6 @@ func (c *Cloud) newVolumeListing() *volumes.Listing[int64, *hcloud.Volume] {
 			return id, nil
 		},
 	}
-	l.IDOf = func(v *hcloud.Volume) int64 { return v.ID }
-	l.Get = func(ctx context.Context, id int64) (*hcloud.Volume, bool, error) {
-		var v *hcloud.Volume
-		err := c.api.Do(ctx, "volumes.get", func(ctx context.Context) error {
-			var err error
-			// hcloud-go answers nil, nil exactly on a 404 not_found.
-			v, _, err = c.client.Volume.GetByID(ctx, id)
-			return err
-		})
-		return v, v != nil, err
-	}
-	l.List, l.PerPage, l.Concurrency = c.listVolumes, perPage, getConcurrency
-	return l
 }
 
 // listVolumes pages through every volume of the project.
