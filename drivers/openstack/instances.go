@@ -16,6 +16,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/pagination"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/polyccm/polyccm/core/batch"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/instances"
 )
@@ -95,24 +96,26 @@ func (c *Cloud) LookupInstances(ctx context.Context, keys []instances.Key) (inst
 
 func (c *Cloud) newListing() *instances.Listing[string, *server] {
 	return &instances.Listing[string, *server]{
-		Parse:  c.serverID,
-		IDOf:   func(s *server) string { return s.ID },
-		NameOf: func(s *server) string { return s.Name },
-		Get: func(ctx context.Context, id string) (*server, bool, error) {
-			s, err := c.getServer(ctx, id)
-			if cloudapi.IsNotFound(err) {
-				return nil, false, nil
-			}
-			return s, err == nil, err
+		Listing: batch.Listing[string, *server]{
+			IDOf: func(s *server) string { return s.ID },
+			Get: func(ctx context.Context, id string) (*server, bool, error) {
+				s, err := c.getServer(ctx, id)
+				if cloudapi.IsNotFound(err) {
+					return nil, false, nil
+				}
+				return s, err == nil, err
+			},
+			List:        func(ctx context.Context) ([]*server, error) { return c.listServers(ctx, "") },
+			PerPage:     pageSize,
+			Concurrency: getConcurrency,
 		},
-		List: func(ctx context.Context) ([]*server, error) { return c.listServers(ctx, "") },
+		Parse:  c.serverID,
+		NameOf: func(s *server) string { return s.Name },
 		// Nova filters by a regular expression: anchored, quoted, as
 		// upstream asks.
 		ListByName: func(ctx context.Context, name string) ([]*server, error) {
 			return c.listServers(ctx, "^"+regexp.QuoteMeta(name)+"$")
 		},
-		PerPage:        pageSize,
-		Concurrency:    getConcurrency,
 		Plural:         "servers",
 		ProviderIDForm: ProviderName + ":///<server-id>",
 	}

@@ -51,7 +51,7 @@ func (c *Cloud) newVolumeListing() *corevolumes.Listing[string, *volumes.Volume]
 			return k.ID, nil
 		},
 	}
-	l.IDOf = func(v *volumes.Volume) string { return v.ID }
+	l.Listing.IDOf = func(v *volumes.Volume) string { return v.ID }
 	l.Get = func(ctx context.Context, id string) (*volumes.Volume, bool, error) {
 		cl, err := c.session(ctx)
 		if err != nil {
