@@ -1,6 +1,6 @@
 # polyccm: one static cloud-controller-manager binary for several clouds.
 #
-#   make demo [DRIVER=gce|aws|hetzner]  the main job on a local cluster and a simulated cloud
+#   make demo [DRIVER=gce|aws|hetzner|openstack]  the main job on a local cluster and a simulated cloud
 #   make test                   unit tests, the build-tag matrix and the e2e
 #   make build                  bin/polyccm with every driver
 #   make build DRIVERS=aws,digitalocean   only those drivers
@@ -117,7 +117,7 @@ test: lint tools
 # make demo DRIVER=NAME runs on one of the simulated clouds of test/demo
 # (a file each). DRIVER is checked before anything is built; with DRIVERS
 # set, the build must include it.
-DEMO_DRIVERS := digitalocean gce aws hetzner
+DEMO_DRIVERS := digitalocean gce aws hetzner openstack
 ifneq ($(filter demo,$(MAKECMDGOALS)),)
 ifeq ($(filter $(DEMO_DRIVERS),$(DRIVER)),)
 $(error DRIVER=$(DRIVER): the demo simulates $(DEMO_DRIVERS): run make demo DRIVER=one of them)

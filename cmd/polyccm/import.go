@@ -22,13 +22,14 @@ func newImportCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "import --from " + strings.Join(importer.Clouds, "|"),
 		Short: "Write polyccm's config from the settings of the per-cloud CCM it replaces",
 		Long: `Read the settings the upstream cloud-controller-manager ran with and write
-polyccm's YAML config: its cloud config file (AWS's cloud.conf, GCE's
-gce.conf), its environment variables (DigitalOcean's DO_*, Hetzner's HCLOUD_*,
+polyccm's YAML config: its cloud config file (AWS's and OpenStack's
+cloud.conf, GCE's gce.conf), its environment variables (DigitalOcean's DO_*, Hetzner's HCLOUD_*,
 the AWS SDK's AWS_*, GOOGLE_APPLICATION_CREDENTIALS) and its command line
 (--cluster-name, --controllers, --leader-elect*, --concurrent-*-syncs, ...).
 
 Secrets are never copied: a token from an environment variable becomes
-{env: NAME}, one from a file {file: PATH}, and stderr says so. A setting
+{env: NAME}, one from a file {file: PATH}, one written in the cloud config
+(OpenStack's password) {env: OS_PASSWORD}, and stderr says so. A setting
 polyccm cannot carry over is refused with the reason; with any refused, the
 exit status is 1 and nothing is written, unless --allow-unmapped, which
 writes the rest and lists the refused ones as warnings (and in the file's
@@ -153,8 +154,8 @@ Then check the result with "polyccm config validate" and "polyccm plan"
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&from, "from", "", "the upstream CCM: "+strings.Join(importer.Clouds, ", ")+" (hetzner: hcloud-cloud-controller-manager)")
-	fl.StringVar(&cloudConfig, "cloud-config", "", "its cloud config file (AWS cloud.conf, GCE gce.conf); default: the one its --cloud-config flag names")
+	fl.StringVar(&from, "from", "", "the upstream CCM: "+strings.Join(importer.Clouds, ", ")+" (hetzner: hcloud-cloud-controller-manager; openstack: openstack-cloud-controller-manager)")
+	fl.StringVar(&cloudConfig, "cloud-config", "", "its cloud config file (AWS and OpenStack cloud.conf, GCE gce.conf); default: the one its --cloud-config flag names")
 	fl.StringVar(&envFile, "env-file", "", "its environment, as NAME=VALUE lines; default: this command's environment")
 	fl.StringVar(&flags, "flags", "", "its command line, e.g. '--cluster-name=prod --leader-elect=true'")
 	fl.StringVar(&flagsFile, "flags-file", "", "a file holding its command line (shell words, or a manifest's command/args list)")

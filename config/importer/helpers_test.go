@@ -23,9 +23,13 @@ const (
 	awsSession  = "FwoGZXIvYXdzEXAMPLESESSIONTOKEN"
 	robotPass   = "robot-hunter2-secret"
 	tokenBody   = "token-body-secret-value"
+	osPassword  = "os-password-hunter2"
+	osAppSecret = "os-app-cred-secret-0123456789"
+	osTrustee   = "os-trustee-password-secret"
+	osToken     = "gAAAAAos-keystone-token-secret"
 )
 
-var secretValues = []string{doToken, hcloudToken, awsKeyID, awsSecret, awsSession, robotPass, tokenBody}
+var secretValues = []string{doToken, hcloudToken, awsKeyID, awsSecret, awsSession, robotPass, tokenBody, osPassword, osAppSecret, osTrustee, osToken}
 
 // importCase is one table row: upstream-style input and what must come out.
 type importCase struct {
@@ -187,7 +191,8 @@ func lookup(doc map[string]any, path string) (any, bool) {
 // with the secrets it refers to present, and returns the config.
 func load(t *testing.T, out []byte) *config.Config {
 	t.Helper()
-	for _, kv := range [][2]string{{"DO_ACCESS_TOKEN", doToken}, {"HCLOUD_TOKEN", hcloudToken}, {"AWS_ACCESS_KEY_ID", awsKeyID}, {"AWS_SECRET_ACCESS_KEY", awsSecret}} {
+	for _, kv := range [][2]string{{"DO_ACCESS_TOKEN", doToken}, {"HCLOUD_TOKEN", hcloudToken}, {"AWS_ACCESS_KEY_ID", awsKeyID}, {"AWS_SECRET_ACCESS_KEY", awsSecret},
+		{"OS_PASSWORD", osPassword}, {"OS_APPLICATION_CREDENTIAL_SECRET", osAppSecret}} {
 		t.Setenv(kv[0], kv[1])
 	}
 	p := filepath.Join(t.TempDir(), "ccm.yaml")

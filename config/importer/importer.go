@@ -22,10 +22,10 @@ import (
 // Input is what is known of the upstream CCM.
 type Input struct {
 	// From names the upstream CCM by polyccm's driver for it: aws, gce,
-	// digitalocean or hetzner.
+	// digitalocean, hetzner or openstack.
 	From string
-	// CloudConfig is its cloud config file (AWS's cloud.conf, GCE's
-	// gce.conf); nil: none given. CloudConfigName is its path.
+	// CloudConfig is its cloud config file (AWS's and OpenStack's
+	// cloud.conf, GCE's gce.conf); nil: none given. CloudConfigName is its path.
 	CloudConfig     []byte
 	CloudConfigName string
 	// Env is its environment. EnvFile says Env is an environment file
@@ -87,7 +87,7 @@ func (e *InputError) Error() string {
 }
 
 // Clouds are the values of Input.From.
-var Clouds = []string{"aws", "gce", "digitalocean", "hetzner"}
+var Clouds = []string{"aws", "gce", "digitalocean", "hetzner", "openstack"}
 
 // importer is one upstream CCM's side of the import.
 type importer interface {
@@ -120,6 +120,8 @@ func importerFor(name string) (importer, error) {
 		return &doImporter{}, nil
 	case "hetzner":
 		return &hetznerImporter{}, nil
+	case "openstack":
+		return &openstackImporter{}, nil
 	}
 	return nil, fmt.Errorf("--from %q: import from one of %s", name, strings.Join(Clouds, ", "))
 }

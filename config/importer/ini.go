@@ -1,7 +1,8 @@
 package importer
 
-// ini.go reads the cloud config files of cloud-provider-aws and
-// cloud-provider-gcp. Both read them with gopkg.in/gcfg.v1, whose syntax
+// ini.go reads the cloud config files of cloud-provider-aws,
+// cloud-provider-gcp and openstack-cloud-controller-manager. All three read
+// them with gopkg.in/gcfg.v1, whose syntax
 // this follows: [section] and [section "subsection"] headers, name = value
 // lines, ';' and '#' comments, double-quoted values with \" \\ \n \t
 // escapes, a trailing backslash continuing a line, and a bare name meaning

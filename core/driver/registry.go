@@ -202,7 +202,7 @@ type NotCompiledError struct {
 // Known is every driver polyccm has, compiled into this binary or not
 // (drivers/<name>; a test keeps the list in step with the tree). It tells
 // a driver a rebuild would bring from a name that is no driver at all.
-var Known = []string{"aws", "digitalocean", "gce", "hetzner"}
+var Known = []string{"aws", "digitalocean", "gce", "hetzner", "openstack"}
 
 func (e *NotCompiledError) Error() string {
 	have := "none"

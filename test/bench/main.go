@@ -144,6 +144,9 @@ func main() {
 	if !slices.Contains(simcloud.Names(), o.Driver) {
 		fail(fmt.Errorf("-driver %q: no simulated cloud by that name; use one of %s (BENCH_DRIVER=... with make bench)", o.Driver, strings.Join(simcloud.Names(), ", ")))
 	}
+	if slices.Contains(o.Regimes, regimeLoadBalancers) && !simcloud.HasLoadBalancers(o.Driver) {
+		fail(fmt.Errorf("-regimes %s: polyccm serves no load balancers on %s yet; leave that regime out", regimeLoadBalancers, o.Driver))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := bench(ctx, o)

@@ -3,7 +3,8 @@
 // initializing a few dozen Nodes that register at once, then serving a
 // Service of type LoadBalancer and reacting to a powered-off and a deleted
 // instance. Run it with `make demo` (DigitalOcean), `make demo DRIVER=gce`,
-// `make demo DRIVER=aws` or `make demo DRIVER=hetzner`.
+// `make demo DRIVER=aws`, `make demo DRIVER=hetzner` or `make demo
+// DRIVER=openstack` (no load balancer: polyccm serves none there yet).
 //
 // The simulated clouds are test/simcloud's, shared with the benchmark.
 package main
@@ -108,7 +109,13 @@ func run(driverName string, n int, latency time.Duration, keep bool) (err error)
 		return fmt.Errorf("starting the simulated %s API: %w", driverName, err)
 	}
 	defer d.cloud.Close()
-	step("Starting the simulated %s API with %d running instances (%s profile: load balancers provision, operations take time, the API throttles as the real one does)", d.cloud.Title(), n, simcloud.Realistic.Name)
+	// A driver without load balancers refuses services: true.
+	lbs := simcloud.HasLoadBalancers(driverName)
+	behaviour := "load balancers provision, operations take time, the API throttles as the real one does"
+	if !lbs {
+		behaviour = "the API throttles as the real one does"
+	}
+	step("Starting the simulated %s API with %d running instances (%s profile: %s)", d.cloud.Title(), n, simcloud.Realistic.Name, behaviour)
 	d.nodes = d.cloud.AddInstances(n)
 
 	step("Starting polyccm")
@@ -123,7 +130,7 @@ func run(driverName string, n int, latency time.Duration, keep bool) (err error)
 	s := harness.Settings{
 		Driver: driverName, Kubeconfig: d.cp.PolyccmKubeconfig, Port: port, ClusterName: clusterName,
 		DriverBlock: block, MonitorPeriod: 2 * time.Second, CacheTTL: 2 * time.Second, LeaseDuration: 15 * time.Second,
-		Controllers: "nodes: true\nnodeLifecycle: true\nservices: true",
+		Controllers: fmt.Sprintf("nodes: true\nnodeLifecycle: true\nservices: %v", lbs),
 	}
 	d.ccm, err = harness.StartCCM(harness.CCMOptions{Bin: bin, Dir: d.dir, Config: s.Config(), Port: port, Env: d.cloud.Env(d.dir)})
 	if err != nil {
@@ -146,8 +153,12 @@ func run(driverName string, n int, latency time.Duration, keep bool) (err error)
 		return err
 	}
 
-	if err := d.loadBalancer(); err != nil {
-		return err
+	if lbs {
+		if err := d.loadBalancer(); err != nil {
+			return err
+		}
+	} else {
+		step("No Service of type LoadBalancer: polyccm serves no %s load balancers yet", d.cloud.Title())
 	}
 
 	off, gone := d.nodes[1].Name, d.nodes[2].Name
@@ -172,7 +183,11 @@ func run(driverName string, n int, latency time.Duration, keep bool) (err error)
 		return err
 	}
 
-	fmt.Printf("\nDone. %s in all for %d nodes and one load balancer.\n", calls(d.cloud.Calls()), n)
+	what := fmt.Sprintf("%d nodes", n)
+	if lbs {
+		what += " and one load balancer"
+	}
+	fmt.Printf("\nDone. %s in all for %s.\n", calls(d.cloud.Calls()), what)
 	if keep {
 		fmt.Printf("\nStill running. Explore with:\n  kubectl --kubeconfig %s get nodes -o wide\n  curl -k https://127.0.0.1:%d/readyz?verbose\nCtrl-C to stop.\n", d.cp.AdminKubeconfig, port)
 		<-ctx.Done()
@@ -346,7 +361,9 @@ func (d *demo) printNodes() error {
 		providerID, typ, region, zoneID string
 	}
 	var rows []row
-	withZone, sameHost := false, true
+	// A HOSTNAME column when some hostname is not the Node's name; none
+	// when no node has one (OpenStack gives one only from server metadata).
+	withZone, sameHost, anyHost := false, true, false
 	for _, n := range d.nodes {
 		node, err := d.kube.CoreV1().Nodes().Get(d.ctx, n.Name, metav1.GetOptions{})
 		if err != nil {
@@ -365,6 +382,7 @@ func (d *demo) printNodes() error {
 		if r.hostname != node.Name {
 			sameHost = false
 		}
+		anyHost = anyHost || r.hostname != ""
 		rows = append(rows, r)
 	}
 	fmt.Println()
@@ -374,7 +392,7 @@ func (d *demo) printNodes() error {
 		cols = append(cols, "ZONE")
 	}
 	cols = append(cols, "INTERNAL IP", "EXTERNAL IP")
-	if !sameHost {
+	if !sameHost && anyHost {
 		cols = append(cols, "HOSTNAME")
 	}
 	fmt.Fprintln(w, strings.Join(cols, "\t"))
@@ -385,7 +403,7 @@ func (d *demo) printNodes() error {
 			f = append(f, l[v1.LabelTopologyZone])
 		}
 		f = append(f, r.internal, r.external)
-		if !sameHost {
+		if !sameHost && anyHost {
 			f = append(f, r.hostname)
 		}
 		fmt.Fprintln(w, strings.Join(f, "\t"))

@@ -93,7 +93,7 @@ func chartCases() []chartCase {
 	cases := []chartCase{{name: "defaults", driver: "digitalocean"}}
 	for _, d := range chartDrivers {
 		cases = append(cases,
-			chartCase{name: "driver=" + d, driver: d, flags: []string{"--set", "driver=" + d}},
+			chartCase{name: "driver=" + d, driver: d, flags: []string{"--set", "driver=" + d + driverSettings[d]}},
 			chartCase{name: "examples/" + d, driver: d, flags: []string{"-f", exampleValues(d)}})
 	}
 	return append(cases,

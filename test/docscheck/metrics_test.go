@@ -46,6 +46,10 @@ func TestMetricsDocNamesEveryMapping(t *testing.T) {
 					values = append(values, op, up)
 				}
 			case *cloudapi.HCloudAPI:
+			case *cloudapi.OpenStackAPI:
+				for op, req := range f.Requests {
+					values = append(values, op, req)
+				}
 			default:
 				t.Errorf("driver %s: family %T is not checked here", name, f)
 			}

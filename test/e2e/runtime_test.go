@@ -188,7 +188,7 @@ func TestUnknownDriverNamesCompiledInDrivers(t *testing.T) {
 	if code == 0 {
 		t.Fatalf("polyccm started with driver vultr:\n%s", out)
 	}
-	for _, want := range []string{`"vultr" is not a polyccm driver`, "this binary has: aws, digitalocean, gce, hetzner"} {
+	for _, want := range []string{`"vultr" is not a polyccm driver`, "this binary has: aws, digitalocean, gce, hetzner, openstack"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

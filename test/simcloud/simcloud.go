@@ -1,11 +1,12 @@
 // Package simcloud is a simulated cloud per driver, over the fake APIs of
 // test/fakecloud, on a Profile of the real cloud's timing (Realistic by
 // default). One adapter per cloud (StartAWS, StartGCE, StartDigitalOcean,
-// StartHetzner) starts the fake with its credentials and writes the
-// drivers.<name> config block that points polyccm at it; the e2e tests, the demo
-// (test/demo) and the cluster-scale benchmark (test/bench) all start their
-// clouds through it. Cloud, for the demo and the benchmark, also fills the
-// cloud with instances and describes its load balancers.
+// StartHetzner, StartOpenStack) starts the fake with its credentials and
+// writes the drivers.<name> config block that points polyccm at it; the
+// e2e tests, the demo (test/demo) and the cluster-scale benchmark
+// (test/bench) all start their clouds through it. Cloud, for the demo and
+// the benchmark, also fills the cloud with instances and describes its
+// load balancers.
 package simcloud
 
 import (
@@ -57,7 +58,8 @@ type Cloud interface {
 	PowerOff(i int) error
 	Remove(i int) error
 	// LBPorts are ports of a Service of type LoadBalancer that the cloud's
-	// load balancers can serve together.
+	// load balancers can serve together; nil where polyccm serves no load
+	// balancers on the cloud (HasLoadBalancers).
 	LBPorts() []v1.ServicePort
 	// LBID finds the load balancer of a Service that has an ingress; ""
 	// if there is none.
@@ -90,7 +92,17 @@ var clouds = map[string]func(Options) (Cloud, error){
 	"gce":          newGCE,
 	"aws":          newAWS,
 	"hetzner":      newHetzner,
+	"openstack":    newOpenStack,
 }
+
+// withoutLoadBalancers are the clouds whose driver serves no load
+// balancers yet (OpenStack's Octavia comes later).
+var withoutLoadBalancers = map[string]bool{"openstack": true}
+
+// HasLoadBalancers says whether polyccm serves load balancers on the
+// driver's simulated cloud; without, the demo and the benchmark leave
+// their load balancer steps out.
+func HasLoadBalancers(driver string) bool { return !withoutLoadBalancers[driver] }
 
 // Names lists the drivers with a simulated cloud, sorted.
 func Names() []string {

@@ -138,6 +138,15 @@ Secret's files.
 {{- $block := deepCopy (get ($cfg.drivers | default dict) $driver | default dict) }}
 {{- $keys := get .Values.credentials.keys $driver | default dict }}
 {{- $secret := .Values.credentials.existingSecret }}
+{{- /* OpenStack authenticates with an application credential or a password,
+never both: the config's applicationCredentialID or Name picks the first. */}}
+{{- if eq $driver "openstack" }}
+{{- if or $block.applicationCredentialID $block.applicationCredentialName }}
+{{- $keys = omit $keys "password" }}
+{{- else }}
+{{- $keys = omit $keys "applicationCredentialSecret" }}
+{{- end }}
+{{- end }}
 {{- range $field, $key := $keys }}
 {{- $path := printf "config.drivers.%s.%s" $driver $field }}
 {{- if hasKey $block $field }}
@@ -153,6 +162,9 @@ Secret's files.
 {{- end }}
 {{- if and (eq $driver "hetzner") (not (hasKey $block "token")) }}
 {{- fail "driver hetzner needs an API token: set credentials.existingSecret to a Secret holding it under the key credentials.keys.hetzner.token" }}
+{{- end }}
+{{- if and (eq $driver "openstack") (not (hasKey $block "password")) (not (hasKey $block "applicationCredentialSecret")) }}
+{{- fail "driver openstack needs a credential: set credentials.existingSecret to a Secret holding an application credential's secret under the key credentials.keys.openstack.applicationCredentialSecret (with config.drivers.openstack.applicationCredentialID), or a password under credentials.keys.openstack.password" }}
 {{- end }}
 {{- if and (eq $driver "aws") (ne (hasKey $block "accessKeyID") (hasKey $block "secretAccessKey")) }}
 {{- fail "driver aws: give both credentials.keys.aws.accessKeyID and credentials.keys.aws.secretAccessKey, or neither (the instance role)" }}

@@ -1,0 +1,5 @@
+//go:build !custom || drivers || drivers.openstack
+
+package all
+
+import _ "github.com/polyccm/polyccm/drivers/openstack" // registers "openstack"
