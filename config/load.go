@@ -281,6 +281,8 @@ func (l *loader) checkSecrets(cfg *Config) {
 				switch kind {
 				case "token":
 					check = s.CheckToken
+				case "line":
+					check = s.CheckLine
 				case "json":
 					check = s.CheckJSON
 				}
@@ -304,7 +306,8 @@ func (l *loader) checkSecrets(cfg *Config) {
 
 // walkSecrets calls fn for every Secret in v, with its key and the kind
 // its field's `secret:"..."` tag gives ("token": one word, see
-// secret.RevealToken; "json": a JSON document, see secret.CheckJSON).
+// secret.RevealToken; "line": one line, spaces allowed, see
+// secret.RevealLine; "json": a JSON document, see secret.CheckJSON).
 func walkSecrets(prefix string, v reflect.Value, kind string, fn func(key string, s secret.Secret, kind string)) {
 	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
 		if v.IsNil() {

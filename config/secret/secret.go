@@ -138,6 +138,33 @@ func (s Secret) RevealToken() (string, error) {
 	return v, nil
 }
 
+// RevealLine is Reveal for a credential that is one line but may hold
+// spaces inside: a password (Keystone's may). A second line (a note under
+// it, two pasted in) is refused, as RevealToken refuses it; so is a
+// control character, which no password typed at a prompt holds.
+func (s Secret) RevealLine() (string, error) {
+	v, err := s.Reveal()
+	if err != nil {
+		return "", err
+	}
+	if n := strings.Count(v, "\n") + 1; n > 1 {
+		return "", fmt.Errorf("%s holds %d lines; it must hold the credential alone, on one line: remove the other lines", s.Source(), n)
+	}
+	if i := strings.IndexFunc(v, unicode.IsControl); i >= 0 {
+		return "", fmt.Errorf("%s holds a control character inside the credential (at byte %d); it must hold the credential alone", s.Source(), i)
+	}
+	return v, nil
+}
+
+// CheckLine is Check for a one-line credential (see RevealLine).
+func (s Secret) CheckLine() error {
+	if err := s.Check(); err != nil {
+		return err
+	}
+	_, err := s.RevealLine()
+	return err
+}
+
 // CheckJSON is Check for a credential that is a JSON document (a GCE
 // service-account key): a truncated or mistaken file is found when the
 // config is checked, not at the first cloud call. The error never quotes

@@ -302,6 +302,34 @@ func TestRevealToken(t *testing.T) {
 	}
 }
 
+// A password may hold spaces (Keystone's may); a second line or a
+// control character is still refused, naming no part of it.
+func TestRevealLine(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) Secret {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return Secret{File: p}
+	}
+	if v, err := write("spaces", "correct horse battery\r\n").RevealLine(); err != nil || v != "correct horse battery" {
+		t.Errorf("a password with spaces: %q, %v", v, err)
+	}
+	if err := write("spaces2", "correct horse battery\n").CheckLine(); err != nil {
+		t.Errorf("CheckLine of a password with spaces: %v", err)
+	}
+	for name, data := range map[string]string{
+		"two-lines": "correct horse\nold: battery staple\n",
+		"control":   "correct\x00horse\n",
+	} {
+		_, err := write(name, data).RevealLine()
+		if err == nil || strings.Contains(err.Error(), "horse") {
+			t.Errorf("%s: %v, want an error that names no part of it", name, err)
+		}
+	}
+}
+
 func TestCheckJSON(t *testing.T) {
 	dir := t.TempDir()
 	for name, tc := range map[string]struct{ data, want string }{

@@ -94,7 +94,7 @@ func (c *Cloud) authOptions() (gophercloud.AuthOptions, error) {
 		opts.ApplicationCredentialSecret = s
 		return opts, nil
 	}
-	p, err := cfg.Password.RevealToken()
+	p, err := cfg.Password.RevealLine()
 	if err != nil {
 		return opts, credentialError("password", err)
 	}

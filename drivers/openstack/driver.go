@@ -43,7 +43,7 @@ type Config struct {
 	// and domains).
 	Username          string        `koanf:"username"`
 	UserID            string        `koanf:"userID"`
-	Password          secret.Secret `koanf:"password" secret:"token"`
+	Password          secret.Secret `koanf:"password" secret:"line"`
 	UserDomainName    string        `koanf:"userDomainName"`
 	UserDomainID      string        `koanf:"userDomainID"`
 	ProjectName       string        `koanf:"projectName"`
