@@ -9,8 +9,9 @@ import (
 )
 
 // A driver's load balancer code translates between a Service and its
-// cloud; core runs the sync around it, the same for every driver: the plan
-// logged with one wording, applied in order (or, under `polyccm plan`'s dry
+// cloud; core runs the sync around it, the same for every driver: what the
+// driver observed held to the ownership rule before anything is planned
+// (and each deletion before it runs), the plan logged with one wording, applied in order (or, under `polyccm plan`'s dry
 // run, recorded and stopped before anything changes), what the sync
 // publishes read back, and what a full sync left kept for the node-only
 // syncs that follow. Rules (live Nodes, the newest Service, one sync of a
@@ -22,19 +23,24 @@ type Translator interface {
 	// Name is the load balancer's name for a Service
 	// (cloudprovider.LoadBalancer.GetLoadBalancerName).
 	Name(svc *v1.Service) string
-	// Status reads what the Service's load balancer publishes; exists is
-	// false only when the cloud says there is none.
-	Status(ctx context.Context, svc *v1.Service) (status *v1.LoadBalancerStatus, exists bool, err error)
-	// Plan reads the Service, its target Nodes and the cloud, checks that
-	// what it found is the Service's (Ownership), and plans one sync; it
-	// changes nothing in the cloud. For a node sync (UpdateLoadBalancer,
-	// run without creates), base is what the Service's last full sync
-	// left (SyncPlan.Base), nil when there is none: a driver may plan only
-	// the targets from it, or plan the full sync.
-	Plan(ctx context.Context, svc *v1.Service, nodes []*v1.Node, sync SyncKind, base any) (*SyncPlan, error)
-	// Delete deletes the Service's load balancer and what was made for it,
-	// each only if the ownership rule says it is the Service's.
-	Delete(ctx context.Context, svc *v1.Service) error
+	// Status reads what the Service's load balancer publishes, and the
+	// resource it read it from (nil where the name alone proves it the
+	// Service's): core reports it only if the ownership rule says that
+	// resource is the Service's. exists is false only when the cloud
+	// says there is none.
+	Status(ctx context.Context, svc *v1.Service) (status *v1.LoadBalancerStatus, of *Resource, exists bool, err error)
+	// Observe reads the Service, its target Nodes and the cloud for one
+	// sync; it changes nothing. For a node sync (UpdateLoadBalancer, run
+	// without creates), base is what the Service's last full sync left
+	// (SyncPlan.Base), nil when there is none. Nil: nothing to sync.
+	Observe(ctx context.Context, svc *v1.Service, nodes []*v1.Node, sync SyncKind, base any) (*Observed, error)
+	// Plan plans the sync from what Observe read, once core has held its
+	// claims to the ownership rule; it changes nothing. j answers which
+	// claims were adopted, and judges what turns up while applying.
+	Plan(ctx context.Context, svc *v1.Service, obs *Observed, j *Judgement) (*SyncPlan, error)
+	// Deletion reads what deleting the Service's load balancer deletes;
+	// core runs each step its guard allows. Nil: nothing to delete.
+	Deletion(ctx context.Context, svc *v1.Service) (*Deletion, error)
 }
 
 // SyncKind says which sync a Plan is for.
@@ -72,11 +78,18 @@ type SyncPlan struct {
 	Failed func(error) error
 }
 
-// Sync is the cloudprovider.LoadBalancer that runs a Translator.
-func Sync(t Translator) cloudprovider.LoadBalancer { return &syncer{t: t} }
+// Sync is the cloudprovider.LoadBalancer that runs a Translator under
+// the ownership rule own.
+func Sync(t Translator, own *Ownership) cloudprovider.LoadBalancer {
+	if own == nil {
+		panic("loadbalancers.Sync: no ownership rule") // a wiring mistake, caught by any test
+	}
+	return &syncer{t: t, own: own}
+}
 
 type syncer struct {
 	t     Translator
+	own   *Ownership
 	bases Bases[any]
 }
 
@@ -85,7 +98,15 @@ func (s *syncer) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Servic
 }
 
 func (s *syncer) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
-	return s.t.Status(ctx, svc)
+	st, of, exists, err := s.t.Status(ctx, svc)
+	if err != nil || !exists || of == nil {
+		return st, exists, err
+	}
+	// Another's load balancer is not this Service's to report.
+	if owns, err := s.own.Owns(ctx, svc, *of); err != nil || !owns {
+		return nil, false, err
+	}
+	return st, true, nil
 }
 
 func (s *syncer) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
@@ -94,7 +115,7 @@ func (s *syncer) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Servi
 	if DryRunFrom(ctx) == nil {
 		s.bases.Forget(svc.UID)
 	}
-	p, err := s.t.Plan(ctx, svc, nodes, FullSync, nil)
+	p, err := s.plan(ctx, svc, nodes, FullSync, nil)
 	if err != nil || p == nil {
 		return nil, err
 	}
@@ -103,7 +124,7 @@ func (s *syncer) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Servi
 
 func (s *syncer) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
 	base, _ := s.bases.Get(svc.UID)
-	p, err := s.t.Plan(ctx, svc, nodes, NodeSync, base)
+	p, err := s.plan(ctx, svc, nodes, NodeSync, base)
 	if err != nil || p == nil {
 		return err
 	}
@@ -113,7 +134,25 @@ func (s *syncer) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Servi
 
 func (s *syncer) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
 	s.bases.Forget(svc.UID) // nothing left for a node sync to follow
-	return s.t.Delete(ctx, svc)
+	d, err := s.t.Deletion(ctx, svc)
+	if err != nil || d == nil {
+		return err
+	}
+	return s.own.delete(ctx, svc, d)
+}
+
+// plan observes, holds what was observed to the ownership rule, and
+// plans: nothing is planned, let alone changed, for a refused claim.
+func (s *syncer) plan(ctx context.Context, svc *v1.Service, nodes []*v1.Node, kind SyncKind, base any) (*SyncPlan, error) {
+	obs, err := s.t.Observe(ctx, svc, nodes, kind, base)
+	if err != nil || obs == nil {
+		return nil, err
+	}
+	j, err := s.own.judge(ctx, svc, obs)
+	if err != nil {
+		return nil, err
+	}
+	return s.t.Plan(ctx, svc, obs, j)
 }
 
 // run logs the plan, applies it and reads back the status.

@@ -18,12 +18,17 @@ type translator struct {
 }
 
 func (t *translator) Name(*v1.Service) string { return "lb" }
-func (t *translator) Status(context.Context, *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
-	return nil, false, nil
+func (t *translator) Status(context.Context, *v1.Service) (*v1.LoadBalancerStatus, *Resource, bool, error) {
+	return nil, nil, false, nil
 }
-func (t *translator) Delete(context.Context, *v1.Service) error { t.deleted++; return nil }
-func (t *translator) Plan(_ context.Context, svc *v1.Service, _ []*v1.Node, kind SyncKind, base any) (*SyncPlan, error) {
+func (t *translator) Deletion(context.Context, *v1.Service) (*Deletion, error) {
+	return &Deletion{Steps: []DeleteStep{{Run: func(context.Context) error { t.deleted++; return nil }}}}, nil
+}
+func (t *translator) Observe(_ context.Context, _ *v1.Service, _ []*v1.Node, kind SyncKind, base any) (*Observed, error) {
 	t.gotBase = append(t.gotBase, base)
+	return &Observed{LoadBalancer: "lb", State: kind}, nil
+}
+func (t *translator) Plan(_ context.Context, _ *v1.Service, obs *Observed, _ *Judgement) (*SyncPlan, error) {
 	p := &SyncPlan{LoadBalancer: "lb", Status: func(context.Context) (*v1.LoadBalancerStatus, error) {
 		return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: "192.0.2.1"}}}, nil
 	}}
@@ -33,7 +38,7 @@ func (t *translator) Plan(_ context.Context, svc *v1.Service, _ []*v1.Node, kind
 		t.held++
 		return ctx, func(bool) { t.released++ }
 	}
-	if kind == FullSync {
+	if obs.State == FullSync {
 		p.Base = "full"
 	}
 	p.Failed = func(err error) error { return errors.Join(errors.New("seen by the driver"), err) }
@@ -42,7 +47,7 @@ func (t *translator) Plan(_ context.Context, svc *v1.Service, _ []*v1.Node, kind
 
 func TestSyncRunsThePlan(t *testing.T) {
 	tr := &translator{}
-	lb := Sync(tr)
+	lb := Sync(tr, NewOwnership(Options{Cloud: "Example"}))
 	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{UID: "u1"}}
 	ctx := context.Background()
 

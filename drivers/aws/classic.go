@@ -61,21 +61,29 @@ func classicStatus(dns string) *v1.LoadBalancerStatus {
 	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{Hostname: dns}}}
 }
 
-// classicSync is one sync of a Service's Classic Load Balancer up to its
-// plan; nothing has been changed yet.
+// classicSync is one sync of a Service's Classic Load Balancer: what AWS
+// has and its claims, then, once they are judged, the plan; nothing has
+// been changed yet.
 type classicSync struct {
-	obs  *classicObserved
+	claimed
+	spec    *classicSpec
+	cl      *clients
+	vpc     string
+	subnets []string
+	targets []string
+	obs     *classicObserved
+
 	plan loadbalancers.Plan
 	ap   *classicApplier
 }
 
 // planClassic plans one full sync of a Classic Load Balancer, as Plan
 // does for an NLB.
-func (l *loadBalancers) planClassic(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*loadbalancers.SyncPlan, error) {
-	s, err := l.planClassicSync(ctx, svc, nodes)
-	if err != nil {
-		return nil, err
+func (l *loadBalancers) planClassic(svc *v1.Service, s *classicSync, j *loadbalancers.Judgement) (*loadbalancers.SyncPlan, error) {
+	if s.fail != nil {
+		return nil, s.fail()
 	}
+	s.planWith(l, svc, j)
 	left := &syncBase{}
 	return &loadbalancers.SyncPlan{LoadBalancer: s.ap.spec.name, Plan: s.plan, Base: left,
 		Status: func(context.Context) (*v1.LoadBalancerStatus, error) {
@@ -92,10 +100,11 @@ func (l *loadBalancers) planClassic(ctx context.Context, svc *v1.Service, nodes 
 		}}, nil
 }
 
-// planClassicSync reads the Service and AWS and plans the sync; it makes
-// no change in AWS. Invalid settings, a resource another owns and a
-// load balancer whose scheme would have to change stop it with an error.
-func (l *loadBalancers) planClassicSync(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*classicSync, error) {
+// observeClassicSync reads the Service and AWS for a sync; it makes no
+// change in AWS. Invalid settings, a resource another owns (claimed here,
+// judged by core) and a load balancer whose scheme would have to change
+// stop it with an error.
+func (l *loadBalancers) observeClassicSync(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*classicSync, error) {
 	spec, a := l.classicSpecOf(svc)
 	if a.Err() != nil {
 		return nil, a.Report(l.c.deps.Recorder)
@@ -127,12 +136,14 @@ func (l *loadBalancers) planClassicSync(ctx context.Context, svc *v1.Service, no
 	if len(skipped) > 0 {
 		klog.V(2).InfoS("Nodes without an AWS providerID are not instances of the load balancer yet", "service", klog.KObj(svc), "nodes", skipped)
 	}
-	obs, err := l.observeClassic(ctx, cl, svc, vpc, spec)
+	s := &classicSync{spec: spec, cl: cl, vpc: vpc, subnets: subnets, targets: targets}
+	obs, claims, err := l.observeClassic(ctx, cl, vpc, spec)
+	s.claims = claims
 	if err != nil {
-		return nil, err
+		return s, s.failed(err)
 	}
 	if obs.lb != nil && aws.ToString(obs.lb.Scheme) != classicScheme(spec) {
-		return nil, fmt.Errorf("load balancer %s is %s and cannot become %s in place; put %s back, or delete and recreate the Service", spec.name, aws.ToString(obs.lb.Scheme), classicScheme(spec), AnnInternal)
+		return s, s.failed(fmt.Errorf("load balancer %s is %s and cannot become %s in place; put %s back, or delete and recreate the Service", spec.name, aws.ToString(obs.lb.Scheme), classicScheme(spec), AnnInternal))
 	}
 	if !l.c.cfg.DisableSecurityGroupIngress {
 		lbSG := wantedSGs(spec, obs)[0]
@@ -140,7 +151,7 @@ func (l *loadBalancers) planClassicSync(ctx context.Context, svc *v1.Service, no
 			lbSG = "" // made by this plan: nothing lets it in yet
 		}
 		if obs.nodes, err = l.observeClassicNodeGroups(ctx, cl, vpc, lbSG, targets); err != nil {
-			return nil, err
+			return s, s.failed(err)
 		}
 		// Another Service's load balancer that uses the same group
 		// needs its rule where this one's targets are not.
@@ -155,11 +166,18 @@ func (l *loadBalancers) planClassicSync(ctx context.Context, svc *v1.Service, no
 			obs.nodes.released = obs.lb.SecurityGroups[0]
 		}
 	}
-	ap := &classicApplier{l: l, cl: cl, svc: svc, vpc: vpc, spec: spec, subnets: subnets}
-	if obs.sg != nil {
-		ap.sgID = aws.ToString(obs.sg.GroupId)
+	s.obs = obs
+	return s, nil
+}
+
+// planWith plans the sync observed, with what core's judgement adopted.
+func (s *classicSync) planWith(l *loadBalancers, svc *v1.Service, j *loadbalancers.Judgement) {
+	s.obs.sgAdopted = s.obs.sg != nil && j.Adopted(s.obs.sgRes)
+	s.ap = &classicApplier{l: l, cl: s.cl, svc: svc, vpc: s.vpc, spec: s.spec, subnets: s.subnets, j: j}
+	if s.obs.sg != nil {
+		s.ap.sgID = aws.ToString(s.obs.sg.GroupId)
 	}
-	return &classicSync{obs: obs, plan: planClassic(spec, subnets, targets, obs, ap), ap: ap}, nil
+	s.plan = planClassic(s.spec, s.subnets, s.targets, s.obs, s.ap)
 }
 
 // classicSpecOf is the Classic Load Balancer the Service asks for, with
@@ -199,31 +217,31 @@ func (l *loadBalancers) getClassic(ctx context.Context, svc *v1.Service) (*v1.Lo
 	return &v1.LoadBalancerStatus{}, true, nil
 }
 
-// deleteClassic deletes the load balancer, then takes its managed group
-// out of every group that lets it in and deletes it; each only if the
-// ownership rule says it is this Service's. The group outlives the load
-// balancer's network interfaces for a while: that is Pending, not a
-// failure.
-func (l *loadBalancers) deleteClassic(ctx context.Context, svc *v1.Service) error {
+// classicDeletion reads what deleting the Classic Load Balancer deletes:
+// the load balancer, then the node rules of the groups the Service named,
+// then its managed group, out of every group that lets it in first. The
+// load balancer and the managed group go only if core's ownership rule
+// says they are this Service's. The group outlives the load balancer's
+// network interfaces for a while: that is Pending, not a failure.
+func (l *loadBalancers) classicDeletion(ctx context.Context, svc *v1.Service) (*loadbalancers.Deletion, error) {
 	name := lbName(svc)
 	cl, err := l.c.clusterClient(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	lb, err := l.findClassic(ctx, cl, name)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	d := &loadbalancers.Deletion{}
 	if lb != nil {
 		tags, err := l.classicTags(ctx, cl, name)
 		if err != nil {
-			return err // ownership unknown
+			return nil, err // ownership unknown
 		}
-		ok, err := l.own.CheckDelete(ctx, svc, l.classicResource(kindLB, name, name, name, tags))
-		if err != nil {
-			return err
-		}
-		if ok {
+		// Refused, it stays; the groups below are still seen to.
+		r := l.classicResource(kindLB, name, name, name, tags)
+		d.Add(loadbalancers.DeleteStep{Guard: &r, Run: func(ctx context.Context) error {
 			_, err := cloudapi.Call(ctx, l.c.api, "elb.DeleteLoadBalancer", func(ctx context.Context) (*elb.DeleteLoadBalancerOutput, error) {
 				return cl.clb.DeleteLoadBalancer(ctx, &elb.DeleteLoadBalancerInput{LoadBalancerName: aws.String(name)})
 			})
@@ -231,14 +249,16 @@ func (l *loadBalancers) deleteClassic(ctx context.Context, svc *v1.Service) erro
 				return fmt.Errorf("deleting load balancer %s: %w", name, err)
 			}
 			klog.InfoS("Deleted load balancer", "service", klog.KObj(svc), "loadBalancer", name, "type", TypeClassic)
-		}
+			return nil
+		}})
 	}
 	vpc, err := l.c.vpcID(ctx, cl)
 	if err != nil {
-		return err
+		return failAt(d, err)
 	}
 	// The group the Service named (security-groups) was let into the
-	// nodes' groups: that rule goes too, unless another Service uses it.
+	// nodes' groups: that rule goes too, unless another Service uses it
+	// (releaseNamedGroup sees to that, when it runs).
 	named := map[string]bool{}
 	if id, _ := lbGroupOf(svc); id != "" {
 		named[id] = true
@@ -249,29 +269,34 @@ func (l *loadBalancers) deleteClassic(ctx context.Context, svc *v1.Service) erro
 	sgName := classicSGName(name)
 	sg, err := l.findSecurityGroup(ctx, cl, vpc, sgName)
 	if err != nil {
-		return err
+		return failAt(d, err)
 	}
 	for _, g := range slices.Sorted(maps.Keys(named)) {
 		if sg != nil && g == aws.ToString(sg.GroupId) {
 			continue // the managed group's rules go with it, below
 		}
-		if err := l.releaseNamedGroup(ctx, cl, vpc, svc, g); err != nil {
-			return err
-		}
+		d.Add(loadbalancers.DeleteStep{Run: func(ctx context.Context) error { return l.releaseNamedGroup(ctx, cl, vpc, svc, g) }})
 	}
 	if sg == nil {
-		return nil
+		return d, nil
 	}
 	id := aws.ToString(sg.GroupId)
-	if ok, err := l.own.CheckDelete(ctx, svc, l.classicResource(kindSG, id, sgName, name, ec2TagMap(sg.Tags))); err != nil || !ok {
-		return err
-	}
+	r := l.classicResource(kindSG, id, sgName, name, ec2TagMap(sg.Tags))
+	d.Add(loadbalancers.DeleteStep{Guard: &r, StopIfRefused: true, Run: func(ctx context.Context) error {
+		return l.deleteClassicGroup(ctx, cl, vpc, id)
+	}})
+	return d, nil
+}
+
+// deleteClassicGroup deletes the managed group, which core's ownership
+// rule said is the Service's.
+func (l *loadBalancers) deleteClassicGroup(ctx context.Context, cl *clients, vpc, id string) error {
 	// Rules naming the group are this Service's (the group is), and would
 	// keep it from being deleted.
 	if err := l.revokeReferences(ctx, cl, vpc, id); err != nil {
 		return err
 	}
-	_, err = cloudapi.Call(ctx, l.c.api, "ec2.DeleteSecurityGroup", func(ctx context.Context) (*ec2.DeleteSecurityGroupOutput, error) {
+	_, err := cloudapi.Call(ctx, l.c.api, "ec2.DeleteSecurityGroup", func(ctx context.Context) (*ec2.DeleteSecurityGroupOutput, error) {
 		return cl.ec2.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: aws.String(id)})
 	})
 	switch {

@@ -27,8 +27,11 @@ type classicApplier struct {
 	vpc     string
 	spec    *classicSpec
 	subnets []string
-	sgID    string // the managed group, once known
-	dns     string
+	// j judges what turns up while applying; nil for a node-only sync,
+	// which makes nothing.
+	j    *loadbalancers.Judgement
+	sgID string // the managed group, once known
+	dns  string
 }
 
 func (a *classicApplier) run(f func(ctx context.Context, a *classicApplier) error) func(context.Context) error {
@@ -41,7 +44,7 @@ func (a *classicApplier) run(f func(ctx context.Context, a *classicApplier) erro
 // nlb is an NLB applier sharing this one's client and tags, for the
 // security group code both kinds use.
 func (a *classicApplier) nlb() *applier {
-	return &applier{l: a.l, cl: a.cl, svc: a.svc, vpc: a.vpc, spec: &nlbSpec{tags: a.spec.tags}}
+	return &applier{l: a.l, cl: a.cl, svc: a.svc, vpc: a.vpc, spec: &nlbSpec{tags: a.spec.tags}, j: a.j}
 }
 
 // sgs are the load balancer's groups, the managed one by its ID.
@@ -77,7 +80,9 @@ func (a *classicApplier) createSG(ctx context.Context) error {
 		return loadbalancers.Pending(consistencyRetry, "security group %s was created and is not listed by EC2 yet; looking again in %s", name, consistencyRetry)
 	}
 	id := aws.ToString(sg.GroupId)
-	v, err := l.own.Check(ctx, a.svc, l.classicResource(kindSG, id, name, a.spec.name, ec2TagMap(sg.Tags)))
+	// A group that already existed (a lost answer, or made meanwhile) is
+	// held to the ownership rule like an observed one.
+	v, err := a.j.Found(ctx, l.classicResource(kindSG, id, name, a.spec.name, ec2TagMap(sg.Tags)))
 	if err != nil {
 		return err
 	}
@@ -119,7 +124,7 @@ func (a *classicApplier) create(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := l.own.Check(ctx, a.svc, l.classicResource(kindLB, spec.name, spec.name, spec.name, tags)); err != nil {
+	if _, err := a.j.Found(ctx, l.classicResource(kindLB, spec.name, spec.name, spec.name, tags)); err != nil {
 		return err
 	}
 	return loadbalancers.Pending(consistencyRetry, "load balancer %s already existed; converging it in %s", spec.name, consistencyRetry)

@@ -9,7 +9,6 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
 	elbctypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing/types"
-	v1 "k8s.io/api/core/v1"
 
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/loadbalancers"
@@ -25,6 +24,7 @@ type classicObserved struct {
 	// sg is the managed group (nil: none yet, or the Service brings its
 	// own groups).
 	sg        *ec2types.SecurityGroup
+	sgRes     loadbalancers.Resource // sg as claimed
 	sgAdopted bool
 	// nodes are the node groups, unless polyccm leaves them to the
 	// operator (disableSecurityGroupIngress).
@@ -86,47 +86,45 @@ func (l *loadBalancers) classicResource(kind, id, name, lb string, tags map[stri
 }
 
 // observeClassic reads the load balancer, its tags, attributes and
-// policies, and its managed group; it changes nothing. The ownership rule
-// is applied to each, so that a refusal comes before any change.
-func (l *loadBalancers) observeClassic(ctx context.Context, cl *clients, svc *v1.Service, vpc string, spec *classicSpec) (*classicObserved, error) {
+// policies, and its managed group; it changes nothing. Each is claimed, in
+// the order it was read, so that core holds it to the ownership rule
+// before any change; the claims read before an error are returned with
+// it.
+func (l *loadBalancers) observeClassic(ctx context.Context, cl *clients, vpc string, spec *classicSpec) (*classicObserved, []loadbalancers.Claim, error) {
 	obs := &classicObserved{policies: map[string]bool{}}
+	var claims []loadbalancers.Claim
 	lb, err := l.findClassic(ctx, cl, spec.name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if lb == nil && !cloudapi.MayCreate(ctx) {
-		return nil, cloudapi.ErrCreateSkipped
+		return nil, nil, cloudapi.ErrCreateSkipped
 	}
 	if lb != nil {
 		if obs.tags, err = l.classicTags(ctx, cl, spec.name); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if _, err := l.own.Check(ctx, svc, l.classicResource(kindLB, spec.name, spec.name, spec.name, obs.tags)); err != nil {
-			return nil, err
-		}
+		claims = append(claims, loadbalancers.ResourceClaim(l.classicResource(kindLB, spec.name, spec.name, spec.name, obs.tags)))
 		obs.lb = lb
 		if obs.attrs, err = l.classicAttributes(ctx, cl, spec.name); err != nil {
-			return nil, err
+			return nil, claims, err
 		}
 		if obs.policies, err = l.classicPolicies(ctx, cl, spec.name); err != nil {
-			return nil, err
+			return nil, claims, err
 		}
 	}
 	if len(spec.ownSGs) == 0 {
 		name := classicSGName(spec.name)
 		sg, err := l.findSecurityGroup(ctx, cl, vpc, name)
 		if err != nil {
-			return nil, err
+			return nil, claims, err
 		}
 		if sg != nil {
-			v, err := l.own.Check(ctx, svc, l.classicResource(kindSG, aws.ToString(sg.GroupId), name, spec.name, ec2TagMap(sg.Tags)))
-			if err != nil {
-				return nil, err
-			}
-			obs.sg, obs.sgAdopted = sg, v == loadbalancers.Adopted
+			obs.sg, obs.sgRes = sg, l.classicResource(kindSG, aws.ToString(sg.GroupId), name, spec.name, ec2TagMap(sg.Tags))
+			claims = append(claims, loadbalancers.ResourceClaim(obs.sgRes))
 		}
 	}
-	return obs, nil
+	return obs, claims, nil
 }
 
 func (l *loadBalancers) classicAttributes(ctx context.Context, cl *clients, name string) (*elbctypes.LoadBalancerAttributes, error) {

@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"errors"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -18,19 +19,16 @@ const (
 // ClassicPlanOf is the plan a sync of svc's Classic Load Balancer would
 // apply now.
 func ClassicPlanOf(ctx context.Context, c driver.Cloud, svc *v1.Service, nodes []*v1.Node) (*loadbalancers.Plan, error) {
-	s, err := c.(*Cloud).lbs.planClassicSync(ctx, svc, nodes)
-	if err != nil {
-		return nil, err
-	}
-	return &s.plan, nil
+	return PlanOf(ctx, c, svc, nodes)
 }
 
-// PlanOf is the plan a sync of svc would apply now: observed and planned,
-// nothing changed. c is the driver's cloud.
+// PlanOf is the plan a sync of svc would apply now: observed, judged by
+// the ownership rule and planned under a dry run, nothing changed. c is
+// the driver's cloud.
 func PlanOf(ctx context.Context, c driver.Cloud, svc *v1.Service, nodes []*v1.Node) (*loadbalancers.Plan, error) {
-	s, err := c.(*Cloud).lbs.planSync(ctx, svc, nodes)
-	if err != nil {
+	ctx, d := loadbalancers.WithDryRun(ctx)
+	if _, err := c.(*Cloud).LoadBalancer().EnsureLoadBalancer(ctx, "", svc, nodes); err != nil && !errors.Is(err, loadbalancers.ErrPlanned) {
 		return nil, err
 	}
-	return &s.plan, nil
+	return &loadbalancers.Plan{Changes: d.Changes()}, nil
 }

@@ -27,14 +27,17 @@ type applier struct {
 	spec    *nlbSpec
 	subnets []subnet
 	targets []string
+	// j judges what turns up while applying; nil for a node-only sync,
+	// which makes nothing.
+	j *loadbalancers.Judgement
 
 	sgID   string
 	lb     *elbtypes.LoadBalancer
 	tgARNs map[string]string // by name
 }
 
-func newApplier(l *loadBalancers, cl *clients, svc *v1.Service, vpc string, spec *nlbSpec, subnets []subnet, targets []string, obs *observed) *applier {
-	a := &applier{l: l, cl: cl, svc: svc, vpc: vpc, spec: spec, subnets: subnets, targets: targets, lb: obs.lb, tgARNs: map[string]string{}}
+func newApplier(l *loadBalancers, cl *clients, svc *v1.Service, vpc string, spec *nlbSpec, subnets []subnet, targets []string, obs *observed, j *loadbalancers.Judgement) *applier {
+	a := &applier{l: l, cl: cl, svc: svc, vpc: vpc, spec: spec, subnets: subnets, targets: targets, j: j, lb: obs.lb, tgARNs: map[string]string{}}
 	if obs.sg != nil {
 		a.sgID = aws.ToString(obs.sg.GroupId)
 	}
@@ -84,7 +87,7 @@ func (a *applier) createSecurityGroup(ctx context.Context) error {
 	// A group that already existed (a lost answer, or made meanwhile) is
 	// held to the ownership rule like any observed one.
 	id := aws.ToString(sg.GroupId)
-	v, err := l.own.Check(ctx, a.svc, l.resource(kindSG, id, spec.sgName, ec2TagMap(sg.Tags)))
+	v, err := a.j.Found(ctx, l.resource(kindSG, id, spec.sgName, ec2TagMap(sg.Tags)))
 	if err != nil {
 		return err
 	}
@@ -133,7 +136,7 @@ func (a *applier) updateSecurityGroup(ctx context.Context, id string, tags map[s
 // createLB makes the NLB with the plan's security group, then sets its
 // attributes.
 func (a *applier) createLB(ctx context.Context) error {
-	lb, err := a.l.createLB(ctx, a.cl, a.svc, a.spec, a.subnets, a.groups())
+	lb, err := a.l.createLB(ctx, a.cl, a.j, a.spec, a.subnets, a.groups())
 	if err != nil {
 		return err
 	}

@@ -17,40 +17,39 @@ import (
 	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
-// EnsureLoadBalancerDeleted deletes the NLB, the Service's target groups
-// and its security group, each only if it carries this cluster's tag. The
-// finalizer is released only when all are gone; anything in doubt is
-// retried.
-func (l *loadBalancers) Delete(ctx context.Context, svc *v1.Service) error {
+// Deletion reads what deleting the Service's load balancer deletes: the
+// NLB, the Service's target groups, the node rules naming the NLB and its
+// security groups, in that order. The NLB and each group is deleted only
+// if core's ownership rule says it is the Service's (a refused one stays
+// and the rest goes on). The finalizer is released only when all are
+// gone; anything in doubt is retried.
+func (l *loadBalancers) Deletion(ctx context.Context, svc *v1.Service) (*loadbalancers.Deletion, error) {
 	if elsewhere(svc) {
-		return cloudprovider.ImplementedElsewhere
+		return nil, cloudprovider.ImplementedElsewhere
 	}
 	if _, err := l.c.clusterClient(ctx); err != nil {
-		return err // ownership needs the cluster ID
+		return nil, err // ownership needs the cluster ID
 	}
 	if l.isClassic(svc) {
-		return l.deleteClassic(ctx, svc)
+		return l.classicDeletion(ctx, svc)
 	}
 	spec := &nlbSpec{name: lbName(svc), service: svc.Namespace + "/" + svc.Name}
 	cl, err := l.c.clusterClient(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	lb, err := l.findLB(ctx, cl, spec.name)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	d := &loadbalancers.Deletion{}
 	if lb != nil {
 		arn := aws.ToString(lb.LoadBalancerArn)
-		tags, err := l.tags(ctx, cl, arn)
+		_, r, err := l.taggedResource(ctx, cl, kindLB, arn, spec.name)
 		if err != nil {
-			return err // the tags could not be read: ownership unknown
+			return nil, err // the tags could not be read: ownership unknown
 		}
-		ok, err := l.own.CheckDelete(ctx, svc, l.resource("load balancer", arn, spec.name, tags))
-		if err != nil {
-			return err
-		}
-		if ok {
+		d.Add(loadbalancers.DeleteStep{Guard: &r, Run: func(ctx context.Context) error {
 			_, err := cloudapi.Call(ctx, l.c.api, "elbv2.DeleteLoadBalancer", func(ctx context.Context) (*elbv2.DeleteLoadBalancerOutput, error) {
 				return cl.elb.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: aws.String(arn)})
 			})
@@ -58,30 +57,38 @@ func (l *loadBalancers) Delete(ctx context.Context, svc *v1.Service) error {
 				return fmt.Errorf("deleting load balancer %s: %w", arn, err)
 			}
 			klog.InfoS("Deleted load balancer", "service", klog.KObj(svc), "loadBalancer", arn)
-		}
+			return nil
+		}})
 	}
-	if err := l.deleteServiceTargetGroups(ctx, cl, svc, spec); err != nil {
-		return err
-	}
+	// Only target groups tagged with the Service are deleted: no guard.
+	d.Add(loadbalancers.DeleteStep{Run: func(ctx context.Context) error { return l.deleteServiceTargetGroups(ctx, cl, svc, spec) }})
 	vpc, err := l.c.vpcID(ctx, cl)
 	if err != nil {
-		return err
+		return failAt(d, err)
 	}
 	// The rules name the load balancer, whose name comes from this
 	// Service's UID: they are this Service's alone.
-	if err := l.revokeNodeRules(ctx, cl, vpc, spec.name); err != nil {
-		return err
-	}
+	d.Add(loadbalancers.DeleteStep{Run: func(ctx context.Context) error { return l.revokeNodeRules(ctx, cl, vpc, spec.name) }})
 	sgs, err := l.serviceSecurityGroups(ctx, cl, vpc, svc)
 	if err != nil {
-		return err
+		return failAt(d, err)
 	}
 	for _, sg := range sgs {
-		if err := l.deleteSecurityGroup(ctx, cl, svc, sg); err != nil {
-			return err
-		}
+		r := l.resource(kindSG, aws.ToString(sg.GroupId), aws.ToString(sg.GroupName), ec2TagMap(sg.Tags))
+		d.Add(loadbalancers.DeleteStep{Guard: &r, Run: func(ctx context.Context) error { return l.deleteSecurityGroup(ctx, cl, sg) }})
 	}
-	return nil
+	return d, nil
+}
+
+// failAt ends a deletion whose reading failed after some steps: they run
+// first, and the deletion then fails, as when each read came right before
+// what depends on it was deleted.
+func failAt(d *loadbalancers.Deletion, err error) (*loadbalancers.Deletion, error) {
+	if len(d.Steps) == 0 {
+		return nil, err
+	}
+	d.Add(loadbalancers.DeleteStep{Run: func(context.Context) error { return err }})
+	return d, nil
 }
 
 // serviceSecurityGroups are the Service's security groups found by name:
@@ -122,12 +129,9 @@ func (l *loadBalancers) serviceSecurityGroups(ctx context.Context, cl *clients, 
 	return out, nil
 }
 
-// deleteSecurityGroup deletes sg if it is the Service's by the ownership
-// rule.
-func (l *loadBalancers) deleteSecurityGroup(ctx context.Context, cl *clients, svc *v1.Service, sg ec2types.SecurityGroup) error {
-	if ok, err := l.own.CheckDelete(ctx, svc, l.resource(kindSG, aws.ToString(sg.GroupId), aws.ToString(sg.GroupName), ec2TagMap(sg.Tags))); err != nil || !ok {
-		return err
-	}
+// deleteSecurityGroup deletes sg, which core's ownership rule said is the
+// Service's.
+func (l *loadBalancers) deleteSecurityGroup(ctx context.Context, cl *clients, sg ec2types.SecurityGroup) error {
 	_, err := cloudapi.Call(ctx, l.c.api, "ec2.DeleteSecurityGroup", func(ctx context.Context) (*ec2.DeleteSecurityGroupOutput, error) {
 		return cl.ec2.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: sg.GroupId})
 	})

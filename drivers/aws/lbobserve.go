@@ -11,7 +11,6 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
-	v1 "k8s.io/api/core/v1"
 
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/loadbalancers"
@@ -27,6 +26,7 @@ type observed struct {
 	// default) and can never get one; its group is neither read nor made.
 	noSG      bool
 	sg        *ec2types.SecurityGroup // nil: none yet
+	sgRes     loadbalancers.Resource  // sg as claimed
 	sgAdopted bool
 	listeners map[int32]elbtypes.Listener
 	// listenerCerts are each TLS listener's certificates besides its
@@ -46,6 +46,7 @@ type observed struct {
 type observedTG struct {
 	tg      elbtypes.TargetGroup
 	tags    map[string]string
+	res     loadbalancers.Resource // as claimed
 	adopted bool
 	attrs   map[string]string // read only when the Service sets some
 	targets map[target]bool   // registered and not draining
@@ -62,50 +63,51 @@ func compareTarget(a, b target) int {
 }
 
 // observe reads the Service's NLB, security group, target groups and
-// listeners. It changes nothing. The ownership rule is applied to each
-// resource found here, so that a refusal comes before any change. With
-// no NLB in a pass that may not create one, it returns
+// listeners. It changes nothing. Each resource found here is claimed, in
+// the order it was read, so that core holds it to the ownership rule
+// before any change; the claims read before an error are returned with
+// it. With no NLB in a pass that may not create one, it returns
 // cloudapi.ErrCreateSkipped at once.
-func (l *loadBalancers) observe(ctx context.Context, cl *clients, svc *v1.Service, vpc string, spec *nlbSpec) (*observed, error) {
+func (l *loadBalancers) observe(ctx context.Context, cl *clients, vpc string, spec *nlbSpec) (*observed, []loadbalancers.Claim, error) {
 	obs := &observed{listeners: map[int32]elbtypes.Listener{}, tgs: map[string]*observedTG{}}
+	var claims []loadbalancers.Claim
 	lb, err := l.findLB(ctx, cl, spec.name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if lb == nil && !cloudapi.MayCreate(ctx) {
 		// A node sync: no NLB, nothing to follow the nodes.
-		return nil, cloudapi.ErrCreateSkipped
+		return nil, nil, cloudapi.ErrCreateSkipped
 	}
 	obs.lb = lb
 	if lb != nil {
-		if obs.lbTags, _, err = l.checkOwned(ctx, cl, svc, kindLB, aws.ToString(lb.LoadBalancerArn), spec.name); err != nil {
-			return nil, err
+		var r loadbalancers.Resource
+		if obs.lbTags, r, err = l.taggedResource(ctx, cl, kindLB, aws.ToString(lb.LoadBalancerArn), spec.name); err != nil {
+			return nil, claims, err
 		}
+		claims = append(claims, loadbalancers.ResourceClaim(r))
 		obs.noSG = len(lb.SecurityGroups) == 0
 	}
 	if !obs.noSG {
 		sg, err := l.securityGroupOf(ctx, cl, vpc, spec, lb)
 		if err != nil {
-			return nil, err
+			return nil, claims, err
 		}
 		if sg != nil {
-			v, err := l.own.Check(ctx, svc, l.resource(kindSG, aws.ToString(sg.GroupId), aws.ToString(sg.GroupName), ec2TagMap(sg.Tags)))
-			if err != nil {
-				return nil, err
-			}
-			obs.sg, obs.sgAdopted = sg, v == loadbalancers.Adopted
+			obs.sg, obs.sgRes = sg, l.resource(kindSG, aws.ToString(sg.GroupId), aws.ToString(sg.GroupName), ec2TagMap(sg.Tags))
+			claims = append(claims, loadbalancers.ResourceClaim(obs.sgRes))
 		}
 	}
 	if lb != nil {
 		arn := aws.ToString(lb.LoadBalancerArn)
 		if obs.lbAttrs, err = l.lbAttributes(ctx, cl, arn); err != nil {
-			return nil, err
+			return nil, claims, err
 		}
 		if obs.attached, err = l.attachedTargetGroups(ctx, cl, arn); err != nil {
-			return nil, err
+			return nil, claims, err
 		}
 		if obs.listeners, err = l.listenersOf(ctx, cl, arn); err != nil {
-			return nil, err
+			return nil, claims, err
 		}
 		obs.listenerCerts = map[int32][]string{}
 		for port, ls := range obs.listeners {
@@ -113,14 +115,14 @@ func (l *loadBalancers) observe(ctx context.Context, cl *clients, svc *v1.Servic
 				continue
 			}
 			if obs.listenerCerts[port], err = l.listenerCertsOf(ctx, cl, aws.ToString(ls.ListenerArn)); err != nil {
-				return nil, err
+				return nil, claims, err
 			}
 		}
 	}
 	for _, ls := range spec.listeners {
 		tg, err := l.findTargetGroup(ctx, cl, ls.tg.name)
 		if err != nil {
-			return nil, err
+			return nil, claims, err
 		}
 		if tg == nil {
 			tg = legacyTargetGroup(obs.attached, ls.tg)
@@ -130,22 +132,30 @@ func (l *loadBalancers) observe(ctx context.Context, cl *clients, svc *v1.Servic
 		}
 		arn := aws.ToString(tg.TargetGroupArn)
 		o := &observedTG{tg: *tg}
-		var v loadbalancers.Verdict
-		if o.tags, v, err = l.checkOwned(ctx, cl, svc, kindTG, arn, aws.ToString(tg.TargetGroupName)); err != nil {
-			return nil, err
+		if o.tags, o.res, err = l.taggedResource(ctx, cl, kindTG, arn, aws.ToString(tg.TargetGroupName)); err != nil {
+			return nil, claims, err
 		}
-		o.adopted = v == loadbalancers.Adopted
+		claims = append(claims, loadbalancers.ResourceClaim(o.res))
 		if len(spec.tgAttrs) > 0 {
 			if o.attrs, err = l.targetGroupAttributes(ctx, cl, arn); err != nil {
-				return nil, err
+				return nil, claims, err
 			}
 		}
 		if o.targets, err = l.targetsOf(ctx, cl, arn); err != nil {
-			return nil, err
+			return nil, claims, err
 		}
 		obs.tgs[ls.tg.name] = o
 	}
-	return obs, nil
+	return obs, claims, nil
+}
+
+// judged sets what core's judgement of the claims says was adopted (so
+// its tags are planned).
+func (obs *observed) judged(j *loadbalancers.Judgement) {
+	obs.sgAdopted = obs.sg != nil && j.Adopted(obs.sgRes)
+	for _, o := range obs.tgs {
+		o.adopted = j.Adopted(o.res)
+	}
 }
 
 // Transition from polyccm's earlier names. A cluster that ran an earlier

@@ -389,14 +389,21 @@ func attrChanges(want, have map[string]string, fields []field) (map[string]strin
 
 // planDetachedGroup deletes polyccm's own group of an NLB that now uses
 // the Service's groups instead (security-groups), after the NLB lets go
-// of it, as the AWS CCM cleans up a detached managed group.
+// of it, as the AWS CCM cleans up a detached managed group. The rule has
+// the last word when it is deleted: one only adopted (nothing marks it as
+// the Service's) stays, with a Warning event, as in a deletion.
 func planDetachedGroup(p *loadbalancers.Plan, spec *nlbSpec, obs *observed, ap *applier) {
 	if len(spec.byoSGs) == 0 || obs.sg == nil || slices.Contains(spec.byoSGs, aws.ToString(obs.sg.GroupId)) {
 		return
 	}
 	sg := *obs.sg
 	p.Add(change{Action: loadbalancers.Delete, Kind: kindSG, Name: aws.ToString(sg.GroupId),
-		Apply: ap.run(func(ctx context.Context, a *applier) error { return a.l.deleteSecurityGroup(ctx, a.cl, a.svc, sg) })})
+		Apply: ap.run(func(ctx context.Context, a *applier) error {
+			if ok, err := a.j.MayDelete(ctx, obs.sgRes); err != nil || !ok {
+				return err
+			}
+			return a.l.deleteSecurityGroup(ctx, a.cl, sg)
+		})})
 }
 
 func sortedCopy(s []string) []string {

@@ -43,7 +43,9 @@ type loadBalancers struct {
 var _ loadbalancers.Translator = (*loadBalancers)(nil)
 
 // LoadBalancer returns the load balancer, run by core's sync.
-func (c *Cloud) LoadBalancer() cloudprovider.LoadBalancer { return loadbalancers.Sync(c.lbs) }
+func (c *Cloud) LoadBalancer() cloudprovider.LoadBalancer {
+	return loadbalancers.Sync(c.lbs, c.lbs.own)
+}
 
 // elsewhere reports Services the AWS Load Balancer Controller handles.
 func elsewhere(svc *v1.Service) bool {
@@ -56,8 +58,14 @@ func elsewhere(svc *v1.Service) bool {
 func (l *loadBalancers) Name(svc *v1.Service) string { return lbName(svc) }
 
 // Status reports the load balancer; exists is false only when AWS says
-// there is none.
-func (l *loadBalancers) Status(ctx context.Context, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+// there is none. The load balancer is found by the name derived from the
+// Service's UID, which no other Service's can have: no ownership check.
+func (l *loadBalancers) Status(ctx context.Context, svc *v1.Service) (*v1.LoadBalancerStatus, *loadbalancers.Resource, bool, error) {
+	st, exists, err := l.status(ctx, svc)
+	return st, nil, exists, err
+}
+
+func (l *loadBalancers) status(ctx context.Context, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 	if elsewhere(svc) {
 		return nil, false, nil
 	}
@@ -100,13 +108,13 @@ func (l *loadBalancers) leftovers(ctx context.Context, cl *clients, svc *v1.Serv
 	return len(tgs) > 0, err
 }
 
-// Plan plans one sync: it observes what AWS has and plans the changes; a
-// change that fails stops the rest, and the next sync observes what was
-// made and plans only what is left. Invalid settings change nothing. A
-// node sync (run without creates: it never makes a load balancer) changes
-// only the targets where the node-only sync can (lbnodes.go); otherwise
-// it plans the full sync.
-func (l *loadBalancers) Plan(ctx context.Context, svc *v1.Service, nodes []*v1.Node, kind loadbalancers.SyncKind, base any) (*loadbalancers.SyncPlan, error) {
+// Observe reads one sync: the Service, and what AWS has of its load
+// balancer, each resource the sync would change claimed for core's
+// ownership rule. Invalid settings change nothing. A node sync (run
+// without creates: it never makes a load balancer) changes only the
+// targets where the node-only sync can (lbnodes.go), planned here
+// already; otherwise it observes the full sync.
+func (l *loadBalancers) Observe(ctx context.Context, svc *v1.Service, nodes []*v1.Node, kind loadbalancers.SyncKind, base any) (*loadbalancers.Observed, error) {
 	if _, err := l.c.clusterClient(ctx); err != nil {
 		return nil, err // names and tags need the cluster ID
 	}
@@ -120,16 +128,49 @@ func (l *loadBalancers) Plan(ctx context.Context, svc *v1.Service, nodes []*v1.N
 			p, done, err = l.planNLBNodes(ctx, svc, nodes, b)
 		}
 		if done {
-			return p, err
+			if err != nil {
+				return nil, err
+			}
+			// It claims nothing: it changes only what the last full sync,
+			// which passed the ownership rule, left.
+			return &loadbalancers.Observed{LoadBalancer: p.LoadBalancer, State: p}, nil
 		}
 	}
 	if !elsewhere(svc) && l.wantsClassic(svc) {
-		return l.planClassic(ctx, svc, nodes)
+		s, err := l.observeClassicSync(ctx, svc, nodes)
+		if err != nil {
+			return nil, err
+		}
+		return &loadbalancers.Observed{LoadBalancer: s.spec.name, Claims: s.claims, State: s}, nil
 	}
-	s, err := l.planSync(ctx, svc, nodes)
+	s, err := l.observeSync(ctx, svc, nodes)
 	if err != nil {
 		return nil, err
 	}
+	return &loadbalancers.Observed{LoadBalancer: s.spec.name, Claims: s.claims, State: s}, nil
+}
+
+// Plan plans the sync Observe read, once core has judged its claims. A
+// change that fails stops the rest, and the next sync observes what was
+// made and plans only what is left.
+func (l *loadBalancers) Plan(_ context.Context, svc *v1.Service, o *loadbalancers.Observed, j *loadbalancers.Judgement) (*loadbalancers.SyncPlan, error) {
+	switch s := o.State.(type) {
+	case *loadbalancers.SyncPlan:
+		return s, nil
+	case *classicSync:
+		return l.planClassic(svc, s, j)
+	case *nlbSync:
+		return l.planNLBSync(svc, s, j)
+	}
+	return nil, fmt.Errorf("aws: no plan for an observation of %T", o.State)
+}
+
+// planNLBSync plans one full sync of an NLB.
+func (l *loadBalancers) planNLBSync(svc *v1.Service, s *nlbSync, j *loadbalancers.Judgement) (*loadbalancers.SyncPlan, error) {
+	if s.fail != nil {
+		return nil, s.fail()
+	}
+	s.planWith(l, svc, j)
 	if _, given := loadbalancers.SourceRanges(svc); s.obs.noSG && len(given) > 0 && l.c.cfg.DisableSecurityGroupIngress && l.c.deps.Recorder != nil {
 		// An NLB made without security groups (the AWS CCM's default) can
 		// never get one: its source ranges are enforced by the client
@@ -155,18 +196,49 @@ func (l *loadBalancers) Plan(ctx context.Context, svc *v1.Service, nodes []*v1.N
 		}}, nil
 }
 
-// syncPlan is one sync of a Service up to its plan: what AWS has, the
-// changes, and what applies them. Nothing has been changed yet.
-type syncPlan struct {
-	obs  *observed
+// nlbSync is one sync of a Service's NLB: what AWS has and its claims,
+// then, once they are judged, the changes and what applies them. Nothing
+// has been changed yet.
+type nlbSync struct {
+	claimed
+	spec    *nlbSpec
+	cl      *clients
+	vpc     string
+	subnets []subnet
+	targets []string
+	obs     *observed
+
 	plan loadbalancers.Plan
 	ap   *applier
 }
 
-// planSync reads the Service and AWS and plans the sync; it makes no
-// change in AWS. Invalid settings, a resource another owns and an NLB
-// whose scheme would have to change stop it with an error.
-func (l *loadBalancers) planSync(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*syncPlan, error) {
+// claimed are the claims of an observation, in the order they were read
+// (the order in which the ownership rule was applied to each as it was
+// read, before core applied it), and what stopped the observation after
+// some of them.
+type claimed struct {
+	claims []loadbalancers.Claim
+	fail   func() error
+}
+
+// halt ends an observation with fail: at once when nothing was claimed
+// yet; else once core has judged the claims, so that a refusal of one
+// read before still comes first.
+func (c *claimed) halt(fail func() error) error {
+	if len(c.claims) == 0 {
+		return fail()
+	}
+	c.fail = fail
+	return nil
+}
+
+func (c *claimed) failed(err error) error { return c.halt(func() error { return err }) }
+
+// observeSync reads the Service and AWS for a sync; it makes no change in
+// AWS. Invalid settings, a resource another owns (claimed here, judged by
+// core) and an NLB whose scheme would have to change stop it with an
+// error.
+func (l *loadBalancers) observeSync(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*nlbSync, error) {
 	if elsewhere(svc) {
 		return nil, cloudprovider.ImplementedElsewhere
 	}
@@ -176,47 +248,62 @@ func (l *loadBalancers) planSync(ctx context.Context, svc *v1.Service, nodes []*
 	if a.Err() != nil {
 		return nil, a.Report(l.c.deps.Recorder)
 	}
+	s := &nlbSync{spec: spec}
 	// Fixed addresses are one NLB's at a time: another Service's are
-	// refused here, naming it, before AWS would refuse them anyway.
-	if err := l.own.CheckAddresses(ctx, svc, AnnEIPAllocations+" or "+AnnPrivateIPv4Addresses, slices.Concat(spec.eips, spec.privateIPs), fixedAddresses); err != nil {
-		return nil, err
+	// refused first, naming it, before AWS would refuse them anyway.
+	if want := slices.Concat(spec.eips, spec.privateIPs); len(want) > 0 {
+		s.claims = append(s.claims, loadbalancers.Claim{Address: &loadbalancers.AddressClaim{
+			Via: AnnEIPAllocations + " or " + AnnPrivateIPv4Addresses, Want: want, Held: fixedAddresses}})
 	}
 	cl, err := l.c.clusterClient(ctx)
 	if err != nil {
-		return nil, err
+		return s, s.failed(err)
 	}
 	vpc, err := l.c.vpcID(ctx, cl)
 	if err != nil {
-		return nil, err
+		return s, s.failed(err)
 	}
 	subnets, err := l.subnets(ctx, cl, vpc, spec, a)
 	if err != nil {
-		return nil, err
+		return s, s.failed(err)
 	}
 	if _, err := l.checkNamedGroups(ctx, cl, vpc, svc, map[string][]string{AnnSecurityGroups: spec.byoSGs}, a); err != nil {
-		return nil, err
+		return s, s.failed(err)
 	}
-	if err := a.Report(l.c.deps.Recorder); err != nil {
-		return nil, err
+	if a.Err() != nil {
+		// Reported, with its events, once the addresses are judged.
+		return s, s.halt(func() error { return a.Report(l.c.deps.Recorder) })
+	}
+	if err := a.Report(l.c.deps.Recorder); err != nil { // warnings only
+		return s, s.failed(err)
 	}
 	targets, skipped := targetNodes(nodes, spec.nodeLabels)
 	if len(skipped) > 0 {
 		klog.V(2).InfoS("Nodes without an AWS providerID are not targets yet", "service", klog.KObj(svc), "nodes", skipped)
 	}
-	obs, err := l.observe(ctx, cl, svc, vpc, spec)
+	s.cl, s.vpc, s.subnets, s.targets = cl, vpc, subnets, targets
+	obs, claims, err := l.observe(ctx, cl, vpc, spec)
+	s.claims = append(s.claims, claims...)
 	if err != nil {
-		return nil, err
+		return s, s.failed(err)
 	}
 	if !l.c.cfg.DisableSecurityGroupIngress {
 		if obs.nodes, err = l.observeNodeGroups(ctx, cl, vpc, targets); err != nil {
-			return nil, err
+			return s, s.failed(err)
 		}
 	}
 	if obs.lb != nil && obs.lb.Scheme != scheme(spec) {
-		return nil, fmt.Errorf("load balancer %s is %s and cannot become %s in place; put %s back, or delete and recreate the Service", spec.name, obs.lb.Scheme, scheme(spec), AnnInternal)
+		return s, s.failed(fmt.Errorf("load balancer %s is %s and cannot become %s in place; put %s back, or delete and recreate the Service", spec.name, obs.lb.Scheme, scheme(spec), AnnInternal))
 	}
-	ap := newApplier(l, cl, svc, vpc, spec, subnets, targets, obs)
-	return &syncPlan{obs: obs, plan: planNLB(spec, subnets, targets, obs, ap), ap: ap}, nil
+	s.obs = obs
+	return s, nil
+}
+
+// planWith plans the sync observed, with what core's judgement adopted.
+func (s *nlbSync) planWith(l *loadBalancers, svc *v1.Service, j *loadbalancers.Judgement) {
+	s.obs.judged(j)
+	s.ap = newApplier(l, s.cl, svc, s.vpc, s.spec, s.subnets, s.targets, s.obs, j)
+	s.plan = planNLB(s.spec, s.subnets, s.targets, s.obs, s.ap)
 }
 
 // nlbSpecOf is the NLB the Service asks for, with the problems of its

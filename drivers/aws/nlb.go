@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/polyccm/polyccm/core/cloudapi"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
 func lbStatus(lb *elbtypes.LoadBalancer) *v1.LoadBalancerStatus {
@@ -52,7 +53,7 @@ func ipAddressType(spec *nlbSpec) elbtypes.IpAddressType {
 
 // createLB creates the NLB. CreateLoadBalancer is idempotent by name in
 // ELBv2; if a retry meets the NLB a lost answer made, it is found again.
-func (l *loadBalancers) createLB(ctx context.Context, cl *clients, svc *v1.Service, spec *nlbSpec, subnets []subnet, sgs []string) (*elbtypes.LoadBalancer, error) {
+func (l *loadBalancers) createLB(ctx context.Context, cl *clients, j *loadbalancers.Judgement, spec *nlbSpec, subnets []subnet, sgs []string) (*elbtypes.LoadBalancer, error) {
 	in := &elbv2.CreateLoadBalancerInput{
 		Name:           aws.String(spec.name),
 		Type:           elbtypes.LoadBalancerTypeEnumNetwork,
@@ -87,7 +88,13 @@ func (l *loadBalancers) createLB(ctx context.Context, cl *clients, svc *v1.Servi
 	if cloudapi.KindOf(err) == cloudapi.KindExists {
 		lb, ferr := l.findLB(ctx, cl, spec.name)
 		if ferr == nil && lb != nil {
-			_, _, err := l.checkOwned(ctx, cl, svc, kindLB, aws.ToString(lb.LoadBalancerArn), spec.name)
+			// Made already (a lost answer, or meanwhile): held to the
+			// ownership rule like one observed.
+			_, r, err := l.taggedResource(ctx, cl, kindLB, aws.ToString(lb.LoadBalancerArn), spec.name)
+			if err != nil {
+				return lb, err
+			}
+			_, err = j.Found(ctx, r)
 			return lb, err
 		}
 	}

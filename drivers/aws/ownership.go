@@ -34,18 +34,17 @@ func fixedAddresses(svc *v1.Service) []string {
 	return out
 }
 
-// checkOwned applies the ownership rule (core/loadbalancers) to an ELBv2
-// resource named for the Service, from its tags: one this cluster did not
-// make for this Service is refused, and one that carries no cluster tag is
-// adopted only if the operator allowed it, then tagged as its own. The
-// tags read are returned for planning their changes.
-func (l *loadBalancers) checkOwned(ctx context.Context, cl *clients, svc *v1.Service, kind, arn, name string) (map[string]string, loadbalancers.Verdict, error) {
+// taggedResource reads an ELBv2 resource's tags and returns them (for
+// planning their changes) with what the ownership rule knows of it: core
+// judges it before the sync changes anything (one this cluster did not
+// make for this Service is refused; one that carries no cluster tag is
+// adopted only if the operator allowed it, then tagged as its own).
+func (l *loadBalancers) taggedResource(ctx context.Context, cl *clients, kind, arn, name string) (map[string]string, loadbalancers.Resource, error) {
 	tags, err := l.tags(ctx, cl, arn)
 	if err != nil {
-		return nil, loadbalancers.Refused, err
+		return nil, loadbalancers.Resource{}, err
 	}
-	v, err := l.own.Check(ctx, svc, l.resource(kind, arn, name, tags))
-	return tags, v, err
+	return tags, l.resource(kind, arn, name, tags), nil
 }
 
 // resource is what the ownership rule knows of an AWS resource: its name

@@ -19,6 +19,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
+	"github.com/polyccm/polyccm/core/annotations"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/driver"
 	"github.com/polyccm/polyccm/core/loadbalancers"
@@ -42,7 +43,9 @@ type loadBalancers struct {
 var _ loadbalancers.Translator = (*loadBalancers)(nil)
 
 // LoadBalancer returns the load balancer, run by core's sync.
-func (c *Cloud) LoadBalancer() cloudprovider.LoadBalancer { return loadbalancers.Sync(c.lbs) }
+func (c *Cloud) LoadBalancer() cloudprovider.LoadBalancer {
+	return loadbalancers.Sync(c.lbs, c.lbs.own)
+}
 
 func (l *loadBalancers) client() (kubernetes.Interface, error) {
 	l.kubeMu.Lock()
@@ -63,31 +66,43 @@ func (l *loadBalancers) client() (kubernetes.Interface, error) {
 // Name is the LB's name in DigitalOcean.
 func (l *loadBalancers) Name(svc *v1.Service) string { return lbName(svc) }
 
-// Status reports the LB; exists is false only when it is definitively not
-// there.
-func (l *loadBalancers) Status(ctx context.Context, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+// Status reports the LB (core reports it only if it is the Service's);
+// exists is false only when it is definitively not there.
+func (l *loadBalancers) Status(ctx context.Context, svc *v1.Service) (*v1.LoadBalancerStatus, *loadbalancers.Resource, bool, error) {
 	lb, res, err := l.find(ctx, svc)
 	if err != nil || lb == nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
-	// Another's load balancer is not this Service's to report or delete.
-	if owns, err := l.own.Owns(ctx, svc, res); err != nil || !owns {
-		return nil, false, err
-	}
-	return status(svc, lb), true, nil
+	return status(svc, lb), &res, true, nil
 }
 
-// Plan plans one sync of the Service's LB: created or updated as a whole
-// (the API takes the whole request either way). It never blocks waiting
-// for a new LB to become active: its status is a wait (RetryError) and
-// the service controller comes back. A node sync changes the droplets
+// observedSync is what Observe read for Plan.
+type observedSync struct {
+	a      *annotations.Values
+	update bool
+	disown bool
+	lb     *godo.LoadBalancer
+	req    *godo.LoadBalancerRequest
+}
+
+// Observe reads one sync of the Service's LB. A Service that disowns its
+// LB only reports it, if it is the Service's: a Service must not publish
+// another's address by disowning it. A node sync changes the droplets
 // only; core's rules run it without creates: it never makes a load
 // balancer.
-func (l *loadBalancers) Plan(ctx context.Context, svc *v1.Service, nodes []*v1.Node, sync loadbalancers.SyncKind, _ any) (*loadbalancers.SyncPlan, error) {
+func (l *loadBalancers) Observe(ctx context.Context, svc *v1.Service, nodes []*v1.Node, sync loadbalancers.SyncKind, _ any) (*loadbalancers.Observed, error) {
 	update := sync == loadbalancers.NodeSync
 	a := LBAnnotations.Parse(svc)
 	if a.Bool(AnnDisown, false) {
-		return &loadbalancers.SyncPlan{Status: func(ctx context.Context) (*v1.LoadBalancerStatus, error) { return l.disowned(ctx, svc) }}, nil
+		lb, res, err := l.find(ctx, svc)
+		if err != nil {
+			return nil, err
+		}
+		o := &loadbalancers.Observed{State: observedSync{disown: true, lb: lb}}
+		if lb != nil {
+			o.Claims = []loadbalancers.Claim{{Resource: &res, ReadOnly: true}}
+		}
+		return o, nil
 	}
 	region, err := l.region(nodes)
 	if err != nil {
@@ -134,13 +149,31 @@ func (l *loadBalancers) Plan(ctx context.Context, svc *v1.Service, nodes []*v1.N
 	if err := a.Report(l.deps.Recorder); err != nil {
 		return nil, err
 	}
-	// Another's load balancer is refused before anything more is read or
-	// said of it.
+	o := &loadbalancers.Observed{LoadBalancer: req.Name, State: observedSync{a: a, update: update, lb: lb, req: req}}
 	if lb != nil {
-		if _, err := l.own.Check(ctx, svc, res); err != nil {
-			return nil, err
-		}
+		o.Claims = []loadbalancers.Claim{loadbalancers.ResourceClaim(res)}
 	}
+	return o, nil
+}
+
+// Plan plans one sync of the Service's LB: created or updated as a whole
+// (the API takes the whole request either way); another's LB was refused
+// before anything more is read or said of it. It never blocks waiting
+// for a new LB to become active: its status is a wait (RetryError) and
+// the service controller comes back.
+func (l *loadBalancers) Plan(ctx context.Context, svc *v1.Service, o *loadbalancers.Observed, j *loadbalancers.Judgement) (*loadbalancers.SyncPlan, error) {
+	st := o.State.(observedSync)
+	if st.disown {
+		lb := st.lb
+		return &loadbalancers.SyncPlan{Status: func(context.Context) (*v1.LoadBalancerStatus, error) {
+			if lb == nil {
+				return &v1.LoadBalancerStatus{}, nil
+			}
+			return status(svc, lb), nil
+		}}, nil
+	}
+	a, update, lb, req := st.a, st.update, st.lb, st.req
+	var err error
 
 	// Plan: one load balancer, created or updated as a whole (the API
 	// takes the whole request either way).
@@ -177,7 +210,7 @@ func (l *loadBalancers) Plan(ctx context.Context, svc *v1.Service, nodes []*v1.N
 			// name as this Service's own. A name derived from the UID says
 			// so itself.
 			if loadbalancers.UIDMark(req.Name) == "" {
-				if err := l.own.Record(ctx, svc, loadbalancers.Resource{Kind: "load balancer", Name: req.Name}); err != nil {
+				if err := j.Record(ctx, loadbalancers.Resource{Kind: "load balancer", Name: req.Name}); err != nil {
 					return err
 				}
 			}
@@ -185,7 +218,7 @@ func (l *loadBalancers) Plan(ctx context.Context, svc *v1.Service, nodes []*v1.N
 			if err != nil {
 				return err
 			}
-			if _, err := l.own.Check(ctx, svc, resource(made, "")); err != nil {
+			if _, err := j.Found(ctx, resource(made, "")); err != nil {
 				return err
 			}
 			lb = made
@@ -234,57 +267,36 @@ func (l *loadBalancers) Plan(ctx context.Context, svc *v1.Service, nodes []*v1.N
 	}}, nil
 }
 
-// disowned leaves the LB untouched and reports what exists, if it is the
-// Service's: a Service must not publish another's address by disowning it.
-func (l *loadBalancers) disowned(ctx context.Context, svc *v1.Service) (*v1.LoadBalancerStatus, error) {
-	lb, res, err := l.find(ctx, svc)
-	if err != nil {
-		return nil, err
-	}
-	if lb == nil {
-		return &v1.LoadBalancerStatus{}, nil
-	}
-	if _, err := l.own.Verify(ctx, svc, res); err != nil {
-		return nil, err
-	}
-	return status(svc, lb), nil
-}
-
-// Delete deletes the LB. An LB already gone is deleted;
+// Deletion deletes the LB. An LB already gone is deleted;
 // any other doubt is an error, so the service controller keeps the
-// finalizer and retries.
-func (l *loadBalancers) Delete(ctx context.Context, svc *v1.Service) error {
+// finalizer and retries. Another's load balancer stays (core's guard,
+// with an event saying why); the Service may go.
+func (l *loadBalancers) Deletion(ctx context.Context, svc *v1.Service) (*loadbalancers.Deletion, error) {
 	// Invalid annotations never block a deletion; only disown does, and a
 	// disown value we cannot read is treated as a possible "true".
 	a := LBAnnotations.Parse(svc)
 	if raw, ok := svc.Annotations[AnnDisown]; ok && !a.Has(AnnDisown) {
-		return fmt.Errorf("Service %s/%s: %s is %q, not true or false; not deleting a load balancer that may be disowned: fix the annotation", svc.Namespace, svc.Name, AnnDisown, raw)
+		return nil, fmt.Errorf("Service %s/%s: %s is %q, not true or false; not deleting a load balancer that may be disowned: fix the annotation", svc.Namespace, svc.Name, AnnDisown, raw)
 	}
 	if a.Bool(AnnDisown, false) {
 		klog.InfoS("Not deleting a disowned load balancer", "service", klog.KObj(svc))
-		return nil
+		return nil, nil
 	}
 	lb, res, err := l.find(ctx, svc)
-	if err != nil {
-		return err
+	if err != nil || lb == nil {
+		return nil, err
 	}
-	if lb == nil {
+	return &loadbalancers.Deletion{Steps: []loadbalancers.DeleteStep{{Guard: &res, StopIfRefused: true, Run: func(ctx context.Context) error {
+		err := l.c.api.Do(ctx, "load_balancers.delete", func(ctx context.Context) error {
+			_, err := l.c.client.LoadBalancers.Delete(ctx, lb.ID)
+			return err
+		})
+		if err != nil && !cloudapi.IsNotFound(err) {
+			return fmt.Errorf("deleting load balancer %s (%s): %w", lb.Name, lb.ID, err)
+		}
+		klog.InfoS("Deleted load balancer", "service", klog.KObj(svc), "loadBalancer", lb.ID)
 		return nil
-	}
-	// Another's load balancer stays (with an event saying why); the
-	// Service may go.
-	if ok, err := l.own.CheckDelete(ctx, svc, res); err != nil || !ok {
-		return err
-	}
-	err = l.c.api.Do(ctx, "load_balancers.delete", func(ctx context.Context) error {
-		_, err := l.c.client.LoadBalancers.Delete(ctx, lb.ID)
-		return err
-	})
-	if err != nil && !cloudapi.IsNotFound(err) {
-		return fmt.Errorf("deleting load balancer %s (%s): %w", lb.Name, lb.ID, err)
-	}
-	klog.InfoS("Deleted load balancer", "service", klog.KObj(svc), "loadBalancer", lb.ID)
-	return nil
+	}}}}, nil
 }
 
 // find returns the LB the Service asks for, by the ID recorded on the

@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/polyccm/polyccm/core/loadbalancers"
@@ -104,23 +103,27 @@ func denyFirewallFor(env *environment, spec *lbSpec, ip string) *computepb.Firew
 
 // observeDeny reads the Service's deny rule, which must be the Service's
 // by the ownership rule (its name carries the Service's UID; a
-// description naming another Service refuses the sync).
-func (l *loadBalancers) observeDeny(ctx context.Context, cl *clients, env *environment, spec *lbSpec, obs *observed) error {
+// description naming another Service refuses the sync): it is claimed,
+// and core judges the claim before anything is planned.
+func (l *loadBalancers) observeDeny(ctx context.Context, cl *clients, env *environment, spec *lbSpec, obs *observed, claims *[]loadbalancers.Claim) error {
 	fw, err := l.getFirewall(ctx, cl, env, denyFirewallName(spec.base))
 	if err != nil || fw == nil {
 		return err
 	}
-	if _, err := l.own.Check(ctx, spec.obj, denyResource(spec, fw)); err != nil {
-		return err
-	}
+	*claims = append(*claims, loadbalancers.ResourceClaim(denyResource(spec, fw)))
 	obs.deny = fw
+	return nil
+}
+
+// noteDeny logs, once a process, that polyccm keeps a deny rule it found
+// (the claim on it passed), and how to choose.
+func (l *loadBalancers) noteDeny(spec *lbSpec, fw *computepb.Firewall) {
 	if l.c.cfg.L4DenyFirewall == DenyFirewallKeep && !spec.internal {
 		denyNoted.Do(func() {
 			klog.InfoS("A Service has cloud-provider-gcp's L4 deny firewall rule: kept, with its allow rules at priority 999; set drivers.gce.l4DenyFirewall to enabled (upstream's --enable-l4-deny-firewall) for every external load balancer to get one, or to cleanup to delete them",
 				"service", spec.service, "firewall", fw.GetName())
 		})
 	}
-	return nil
 }
 
 // denyResource is what the ownership rule knows of a deny rule: named for
@@ -175,17 +178,17 @@ func (l *loadBalancers) planDropDeny(p *lbPlan, cl *clients, env *environment, s
 		Apply: func(ctx context.Context) error { return d.firewall(ctx, name) }})
 }
 
-// deleteDeny deletes the Service's deny rule when it goes. It is read
-// first, as upstream does (no delete of what is not there), and one whose
-// description names another Service stays, with a Warning event.
-func (l *loadBalancers) deleteDeny(ctx context.Context, cl *clients, env *environment, svc *v1.Service, spec *lbSpec) error {
+// denyDeletion is the deletion step of the Service's deny rule when it
+// goes. It is read first, as upstream does (no delete of what is not
+// there: no step), and one whose description names another Service
+// stays, with core's Warning event; the deletion goes on without it.
+func (l *loadBalancers) denyDeletion(ctx context.Context, cl *clients, env *environment, spec *lbSpec) (*loadbalancers.DeleteStep, error) {
 	name := denyFirewallName(spec.base)
 	fw, err := l.getFirewall(ctx, cl, env, name)
 	if err != nil || fw == nil {
-		return err
+		return nil, err
 	}
-	if ok, err := l.own.CheckDelete(ctx, svc, denyResource(spec, fw)); err != nil || !ok {
-		return err
-	}
-	return l.deleter(cl, env, spec).firewall(ctx, name)
+	r := denyResource(spec, fw)
+	d := l.deleter(cl, env, spec)
+	return &loadbalancers.DeleteStep{Guard: &r, Run: func(ctx context.Context) error { return d.firewall(ctx, name) }}, nil
 }

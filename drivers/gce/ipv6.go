@@ -103,7 +103,8 @@ func canonicalIP(s string) string {
 // resolveStaticAddresses looks up the addresses AnnIPAddresses names: the
 // IPv4 one becomes the rule's address in place of spec.loadBalancerIP, the
 // IPv6 one the IPv6 rule's. A name the region lacks, or two of a family,
-// is refused before anything changes.
+// is refused before anything changes: an *annotations.InvalidError,
+// not yet recorded.
 func (l *loadBalancers) resolveStaticAddresses(ctx context.Context, cl *clients, env *environment, svc *v1.Service, spec *lbSpec) error {
 	var problems []annotations.Problem
 	fail := func(format string, args ...any) {
@@ -134,9 +135,8 @@ func (l *loadBalancers) resolveStaticAddresses(ctx context.Context, cl *clients,
 		}
 	}
 	if len(problems) > 0 {
-		err := &annotations.InvalidError{Service: spec.service, Problems: problems}
-		err.Record(l.c.deps.Recorder, svc)
-		return err
+		// Recorded by the caller (Plan, once the rules' claims passed).
+		return &annotations.InvalidError{Service: spec.service, Problems: problems}
 	}
 	if ip4 != "" {
 		if spec.ip != "" && spec.ip != ip4 {

@@ -11,47 +11,57 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/polyccm/polyccm/core/cloudapi"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
-// EnsureLoadBalancerDeleted deletes everything made for the Service, of
-// either scheme, in dependency order; a resource already gone counts as
-// deleted, and any other doubt keeps the finalizer. What the Service
-// shares with others (the nodes' health check, a shared backend service,
-// the instance groups) goes only when GCE says nothing uses it. Then the
-// finalizer cloud-provider-gcp put on the Service is removed, so the
-// Service does not hang in Terminating after a switch.
-func (l *loadBalancers) Delete(ctx context.Context, svc *v1.Service) error {
+// Deletion is what EnsureLoadBalancerDeleted deletes: everything made for
+// the Service, of either scheme, in dependency order; a resource already
+// gone counts as deleted, and any other doubt keeps the finalizer. What
+// the Service shares with others (the nodes' health check, a shared
+// backend service, the instance groups) goes only when GCE says nothing
+// uses it. Then the finalizer cloud-provider-gcp put on the Service is
+// removed, so the Service does not hang in Terminating after a switch.
+func (l *loadBalancers) Deletion(ctx context.Context, svc *v1.Service) (*loadbalancers.Deletion, error) {
 	if elsewhere(svc, nil) {
-		return cloudprovider.ImplementedElsewhere
+		return nil, cloudprovider.ImplementedElsewhere
 	}
 	cl, env, cid, err := l.setup(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	a := LBAnnotations.Parse(svc) // invalid values change no name
 	spec := desiredLB(svc, a, l.c.cfg.Subnetwork, cid)
 	fr, err := l.getForwardingRule(ctx, cl, env, spec.base)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if fr == nil {
 		// An IPv6-only Service's rule is the one to check.
 		if fr, err = l.getForwardingRule(ctx, cl, env, ipv6Name(spec.base)); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if fr != nil {
-		// A rule another Service's marks name stays, with what shares
-		// its name.
-		if ok, err := l.own.CheckDelete(ctx, svc, l.resource(fr.GetName(), fr.GetDescription(), fr.GetIPAddress())); err != nil || !ok {
-			return err
-		}
+	// Read now, for its guard; deleted after the rule.
+	deny, err := l.denyDeletion(ctx, cl, env, spec)
+	if err != nil {
+		return nil, err
 	}
 	d := l.deleter(cl, env, spec)
-	steps := []func(context.Context) error{
-		d.address, d.forwardingRule,
+	del := &loadbalancers.Deletion{}
+	// A rule another Service's marks name stays, with what shares its
+	// name, and so does everything after it (the finalizer too).
+	first := loadbalancers.DeleteStep{StopIfRefused: true, Run: l.deleting(svc, d.address, d.forwardingRule)}
+	if fr != nil {
+		r := l.resource(fr.GetName(), fr.GetDescription(), fr.GetIPAddress())
+		first.Guard = &r
+	}
+	del.Add(first)
+	if deny != nil {
 		// Upstream's deny rule, before the allow rules it would override.
-		func(ctx context.Context) error { return l.deleteDeny(ctx, cl, env, svc, spec) },
+		deny.Run = l.deleting(svc, deny.Run)
+		del.Add(*deny)
+	}
+	steps := []func(context.Context) error{
 		// An IPv6 rule of an internal load balancer (or one left by a
 		// switch to external) forwards to the backend service below.
 		func(ctx context.Context) error { return d.addressNamed(ctx, ipv6Name(spec.base)) },
@@ -70,21 +80,23 @@ func (l *loadBalancers) Delete(ctx context.Context, svc *v1.Service) error {
 		// may have left groups nothing uses.
 		func(ctx context.Context) error { return l.pruneInstanceGroups(ctx, cl, env, cid) },
 	)
-	if err := runSteps(ctx, steps); err != nil {
-		l.recordOperationError(svc, err)
-		return err
-	}
-	return l.releaseFinalizers(ctx, svc)
+	del.Add(loadbalancers.DeleteStep{Run: l.deleting(svc, steps...)})
+	del.Add(loadbalancers.DeleteStep{Run: func(ctx context.Context) error { return l.releaseFinalizers(ctx, svc) }})
+	return del, nil
 }
 
-// runSteps runs deletions in order, stopping at the first failure.
-func runSteps(ctx context.Context, steps []func(context.Context) error) error {
-	for _, step := range steps {
-		if err := step(ctx); err != nil {
-			return err
+// deleting runs deletions in order, stopping at the first failure, which
+// is reported on the Service when it is a failed GCE Operation.
+func (l *loadBalancers) deleting(svc *v1.Service, steps ...func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		for _, step := range steps {
+			if err := step(ctx); err != nil {
+				l.recordOperationError(svc, err)
+				return err
+			}
 		}
+		return nil
 	}
-	return nil
 }
 
 // lbDeleter deletes the resources of one Service's load balancer, a kind

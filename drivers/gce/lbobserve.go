@@ -11,6 +11,7 @@ import (
 	computev1 "google.golang.org/api/compute/v1"
 
 	"github.com/polyccm/polyccm/core/cloudapi"
+	"github.com/polyccm/polyccm/core/loadbalancers"
 )
 
 // observed is what one sync read of the Service's load balancer: every
@@ -60,9 +61,9 @@ type groupState struct {
 }
 
 // observe reads the Service's resources other than the forwarding rule,
-// which the caller read first (fr: nil when there is none). It changes
-// nothing.
-func (l *loadBalancers) observe(ctx context.Context, cl *clients, env *environment, spec *lbSpec, byZone map[string][]string, fr, fr6 *computepb.ForwardingRule, switched bool) (*observed, error) {
+// which the caller read first (fr: nil when there is none), adding the
+// deny rule to claims. It changes nothing.
+func (l *loadBalancers) observe(ctx context.Context, cl *clients, env *environment, spec *lbSpec, byZone map[string][]string, fr, fr6 *computepb.ForwardingRule, switched bool, claims *[]loadbalancers.Claim) (*observed, error) {
 	// Checked before anything is changed: without tags the firewall
 	// rules would reach no node (or, empty, every instance).
 	tags, err := l.targetTags(ctx, cl, env, byZone)
@@ -122,7 +123,7 @@ func (l *loadBalancers) observe(ctx context.Context, cl *clients, env *environme
 		}
 	}
 	if !spec.internal || obs.switched || obs.leftOther {
-		if err := l.observeDeny(ctx, cl, env, spec, obs); err != nil {
+		if err := l.observeDeny(ctx, cl, env, spec, obs, claims); err != nil {
 			return nil, err
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
+	"github.com/polyccm/polyccm/core/annotations"
 	"github.com/polyccm/polyccm/core/cloudapi"
 	"github.com/polyccm/polyccm/core/loadbalancers"
 )
@@ -84,7 +85,7 @@ func isInternal(svc *v1.Service) bool {
 
 // LoadBalancer returns the load balancer implementation.
 func (c *Cloud) LoadBalancer() cloudprovider.LoadBalancer {
-	return withL4Counts(c, loadbalancers.Sync(c.lbs))
+	return withL4Counts(c, loadbalancers.Sync(c.lbs, c.lbs.own))
 }
 
 // Name is cloud-provider-gcp's: "a" + the Service UID without dashes.
@@ -93,34 +94,36 @@ func (l *loadBalancers) Name(svc *v1.Service) string { return lbName(svc) }
 // Status reports the forwarding rule's address. Exists is true
 // while anything made for the Service is left, or upstream's finalizer is
 // on it, because the service controller calls EnsureLoadBalancerDeleted
-// only then: a half-deleted load balancer must still be cleaned up.
-func (l *loadBalancers) Status(ctx context.Context, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+// only then: a half-deleted load balancer must still be cleaned up. The
+// rules are named for the Service's UID, so no resource is handed to the
+// ownership rule here.
+func (l *loadBalancers) Status(ctx context.Context, svc *v1.Service) (*v1.LoadBalancerStatus, *loadbalancers.Resource, bool, error) {
 	cl, env, _, err := l.setup(ctx)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	base := lbName(svc)
 	fr, err := l.getForwardingRule(ctx, cl, env, base)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	var fr6 *computepb.ForwardingRule
 	if fr == nil || (isInternal(svc) && slices.Contains(svc.Spec.IPFamilies, v1.IPv6Protocol)) {
 		if fr6, err = l.getForwardingRule(ctx, cl, env, ipv6Name(base)); err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 	}
 	if fr != nil || fr6 != nil {
-		return &v1.LoadBalancerStatus{Ingress: ingress(svc, fr.GetIPAddress(), fr6.GetIPAddress())}, true, nil
+		return &v1.LoadBalancerStatus{Ingress: ingress(svc, fr.GetIPAddress(), fr6.GetIPAddress())}, nil, true, nil
 	}
 	if slices.Contains(svc.Finalizers, FinalizerNetLBv1) || slices.Contains(svc.Finalizers, FinalizerILBv1) {
-		return &v1.LoadBalancerStatus{}, true, nil
+		return &v1.LoadBalancerStatus{}, nil, true, nil
 	}
 	left, err := l.leftovers(ctx, cl, env, base)
 	if err != nil || !left {
-		return nil, false, err
+		return nil, nil, false, err
 	}
-	return &v1.LoadBalancerStatus{}, true, nil
+	return &v1.LoadBalancerStatus{}, nil, true, nil
 }
 
 // leftovers reports whether any other resource of the Service remains.
@@ -208,26 +211,89 @@ func (l *loadBalancers) releaseFinalizers(ctx context.Context, svc *v1.Service) 
 	return nil
 }
 
-// Plan plans one sync: observe the Service's resources, plan the changes
-// they need. Invalid settings change nothing; a change GCE is still making
-// returns a RetryError instead of holding the worker. A node sync (run
-// without creates: it never makes a load balancer) changes only the
-// members where the node-only sync can (lbnodes.go); otherwise it plans
-// the full sync.
-func (l *loadBalancers) Plan(ctx context.Context, svc *v1.Service, nodes []*v1.Node, kind loadbalancers.SyncKind, base any) (*loadbalancers.SyncPlan, error) {
+// nodeSync is a node-only sync (lbnodes.go), planned while observing: it
+// claims nothing, so core always hands it to Plan, and Sync calls its
+// Hold, which releases what planning took.
+type nodeSync struct{ p *loadbalancers.SyncPlan }
+
+// fullSync is what a full sync observed, for Plan.
+type fullSync struct {
+	cl     *clients
+	env    *environment
+	spec   *lbSpec
+	view   lbSpec // the spec before observing filled parts in
+	byZone map[string][]string
+	obs    *observed
+	// err is a failure met after a claim: Plan returns it once core let
+	// the claims before it pass, as when the checks ran in line, so a
+	// refusal still comes first. report records its events then.
+	err    error
+	report func()
+}
+
+// Observe reads one sync; it changes nothing. Invalid settings are
+// refused here; another's forwarding rule, address or deny rule are
+// claims, which core refuses before Plan. A node sync (run without
+// creates: it never makes a load balancer) reads and plans only the
+// members where the node-only sync can (lbnodes.go); otherwise it reads
+// what the full sync needs.
+func (l *loadBalancers) Observe(ctx context.Context, svc *v1.Service, nodes []*v1.Node, kind loadbalancers.SyncKind, base any) (*loadbalancers.Observed, error) {
 	if b, ok := base.(*syncBase); ok && kind == loadbalancers.NodeSync {
 		if p, done, err := l.planNodes(ctx, svc, nodes, b); done {
 			if err != nil {
 				l.recordOperationError(svc, err)
+				return nil, err
 			}
-			return p, err
+			if p == nil {
+				return nil, nil
+			}
+			return &loadbalancers.Observed{LoadBalancer: p.LoadBalancer, State: nodeSync{p}}, nil
 		}
 	} else if kind == loadbalancers.NodeSync {
 		fallBack(svc, "no full sync of the Service in this process yet")
 	}
-	p, spec, err := l.planFor(ctx, svc, nodes)
-	if err != nil {
+	return l.observeFull(ctx, svc, nodes)
+}
+
+// Plan plans the sync Observe read, once core let its claims pass. A
+// change GCE is still making returns a RetryError when applied instead of
+// holding the worker.
+func (l *loadBalancers) Plan(ctx context.Context, svc *v1.Service, o *loadbalancers.Observed, _ *loadbalancers.Judgement) (*loadbalancers.SyncPlan, error) {
+	switch st := o.State.(type) {
+	case nodeSync:
+		return st.p, nil
+	case *fullSync:
+		return l.planFull(ctx, svc, st)
+	}
+	return nil, fmt.Errorf("gce: nothing observed to plan from (%T)", o.State)
+}
+
+// planFull plans a full sync from what observeFull read.
+func (l *loadBalancers) planFull(ctx context.Context, svc *v1.Service, st *fullSync) (*loadbalancers.SyncPlan, error) {
+	if st.err != nil {
+		if st.report != nil {
+			st.report()
+		}
+		return nil, st.err
+	}
+	spec, obs := st.spec, st.obs
+	if obs.deny != nil {
+		l.noteDeny(spec, obs.deny)
+	}
+	if err := checkRequestedIP(st.env, spec, obs); err != nil {
 		return nil, err
+	}
+	p := l.plan(st.cl, st.env, spec, st.byZone, obs)
+	p.base = &syncBase{spec: st.view, tags: spec.targetTags, zones: slices.Sorted(maps.Keys(st.byZone))}
+	if !cloudapi.MayCreate(ctx) {
+		// A node sync changes membership only; anything it would have
+		// to make again (a rule replaced, a resource gone) waits for the
+		// Service's own sync, rather than be deleted and not remade.
+		for _, c := range p.Changes {
+			if c.Action == loadbalancers.Create && c.Kind != kindGroup {
+				return nil, cloudapi.ErrCreateSkipped
+			}
+		}
 	}
 	return &loadbalancers.SyncPlan{
 		LoadBalancer: spec.base,
@@ -254,13 +320,12 @@ func (l *loadBalancers) failed(svc *v1.Service) func(error) error {
 	}
 }
 
-// planFor reads the Service's resources and plans their changes; it
-// changes nothing. Invalid annotations, and another's forwarding rule or
-// address, are refused here, before any change.
-func (l *loadBalancers) planFor(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*lbPlan, *lbSpec, error) {
+// observeFull reads the Service's resources for a full sync. Invalid
+// annotations are refused before any claim.
+func (l *loadBalancers) observeFull(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*loadbalancers.Observed, error) {
 	cl, env, cid, err := l.setup(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	a := LBAnnotations.Parse(svc)
 	spec := desiredLB(svc, a, l.c.cfg.Subnetwork, cid)
@@ -271,52 +336,56 @@ func (l *loadBalancers) planFor(ctx context.Context, svc *v1.Service, nodes []*v
 	maybeElsewhere := elsewhere(svc, nil)
 	if !maybeElsewhere {
 		if err := a.Report(l.c.deps.Recorder); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	// The rule is read first: it is what ownership is checked on, and it
+	// The rule is read first: it is what ownership is claimed on, and it
 	// shows a scheme switch, which decides what else is read.
 	fr, err := l.getForwardingRule(ctx, cl, env, spec.base)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if maybeElsewhere {
 		if elsewhere(svc, fr) {
-			return nil, nil, cloudprovider.ImplementedElsewhere
+			return nil, cloudprovider.ImplementedElsewhere
 		}
 		if err := a.Report(l.c.deps.Recorder); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	p, err := l.observeAndPlan(ctx, cl, env, svc, spec, nodes, fr)
-	if err != nil {
-		return nil, nil, err
-	}
-	p.base.spec = view
-	return p, spec, nil
-}
-
-// observeAndPlan plans the sync of spec from the rule fr (nil: none).
-func (l *loadBalancers) observeAndPlan(ctx context.Context, cl *clients, env *environment, svc *v1.Service, spec *lbSpec, nodes []*v1.Node, fr *computepb.ForwardingRule) (*lbPlan, error) {
 	fr6, err := l.getRule6(ctx, cl, env, svc, spec, fr)
 	if err != nil {
 		return nil, err
 	}
+	st := &fullSync{cl: cl, env: env, spec: spec, view: view}
+	o := &loadbalancers.Observed{LoadBalancer: spec.base, State: st}
 	for _, r := range []*computepb.ForwardingRule{fr, fr6} {
 		if r != nil {
-			if _, err := l.own.Check(ctx, svc, l.resource(r.GetName(), r.GetDescription(), r.GetIPAddress())); err != nil {
-				return nil, err
-			}
+			o.Claims = append(o.Claims, loadbalancers.ResourceClaim(l.resource(r.GetName(), r.GetDescription(), r.GetIPAddress())))
 		}
 	}
+	st.err = l.observeClaimed(ctx, svc, nodes, st, o, fr, fr6)
+	return o, nil
+}
+
+// observeClaimed reads the rest of a full sync from the rules fr and fr6
+// (nil: none), adding the claims it meets in the order their checks ran:
+// the address asked for, then the deny rule.
+func (l *loadBalancers) observeClaimed(ctx context.Context, svc *v1.Service, nodes []*v1.Node, st *fullSync, o *loadbalancers.Observed, fr, fr6 *computepb.ForwardingRule) error {
+	cl, env, spec := st.cl, st.env, st.spec
 	if len(spec.staticNames) > 0 {
 		if err := l.resolveStaticAddresses(ctx, cl, env, svc, spec); err != nil {
-			return nil, err
+			if ie, ok := errors.AsType[*annotations.InvalidError](err); ok {
+				st.report = func() { ie.Record(l.c.deps.Recorder, svc) }
+			}
+			return err
 		}
 	}
 	if spec.ip != "" {
-		if err := l.checkAddress(ctx, cl, env, svc, spec, fr); err != nil {
-			return nil, err
+		c, err := l.addressClaim(ctx, cl, env, spec, fr)
+		o.Claims = append(o.Claims, loadbalancers.Claim{Address: c})
+		if err != nil {
+			return err
 		}
 	}
 	switched := fr != nil && !strings.EqualFold(fr.GetLoadBalancingScheme(), spec.scheme())
@@ -324,32 +393,16 @@ func (l *loadBalancers) observeAndPlan(ctx context.Context, cl *clients, env *en
 		// A node sync with nothing to update, or a switch
 		// EnsureLoadBalancer makes: here the rule could be deleted but
 		// not made again.
-		return nil, cloudapi.ErrCreateSkipped
+		return cloudapi.ErrCreateSkipped
 	}
 	byZone, skipped := nodeInstances(nodes, env.project)
 	if len(skipped) > 0 {
 		klog.V(2).InfoS("Nodes without a GCE providerID are not load balancer backends yet", "service", klog.KObj(svc), "nodes", skipped)
 	}
-	obs, err := l.observe(ctx, cl, env, spec, byZone, fr, fr6, switched)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkRequestedIP(env, spec, obs); err != nil {
-		return nil, err
-	}
-	p := l.plan(cl, env, spec, byZone, obs)
-	p.base = &syncBase{tags: spec.targetTags, zones: slices.Sorted(maps.Keys(byZone))}
-	if !cloudapi.MayCreate(ctx) {
-		// A node sync changes membership only; anything it would have
-		// to make again (a rule replaced, a resource gone) waits for the
-		// Service's own sync, rather than be deleted and not remade.
-		for _, c := range p.Changes {
-			if c.Action == loadbalancers.Create && c.Kind != kindGroup {
-				return nil, cloudapi.ErrCreateSkipped
-			}
-		}
-	}
-	return p, nil
+	st.byZone = byZone
+	var err error
+	st.obs, err = l.observe(ctx, cl, env, spec, byZone, fr, fr6, switched, &o.Claims)
+	return err
 }
 
 // checkRequestedIP refuses an external spec.loadBalancerIP that is

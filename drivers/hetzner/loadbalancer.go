@@ -58,33 +58,39 @@ func (c *Cloud) newLoadBalancers() *loadBalancers {
 func (c *Cloud) lbs() *loadBalancers { return c.lb }
 
 // LoadBalancer returns the load balancer, run by core's sync.
-func (c *Cloud) LoadBalancer() cloudprovider.LoadBalancer { return loadbalancers.Sync(c.lbs()) }
+func (c *Cloud) LoadBalancer() cloudprovider.LoadBalancer {
+	return loadbalancers.Sync(c.lbs(), c.lb.own)
+}
 
 // Name is hcloud CCM's: the name annotation, else "a" + the Service UID
 // without dashes.
 func (l *loadBalancers) Name(svc *v1.Service) string { return lbName(svc) }
 
-// Status reports the Service's load balancer; exists is false only when
-// it is definitively not there, or not the Service's.
-func (l *loadBalancers) Status(ctx context.Context, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+// Status reports the Service's load balancer (core reports it only if it
+// is the Service's); exists is false only when it is definitively not
+// there.
+func (l *loadBalancers) Status(ctx context.Context, svc *v1.Service) (*v1.LoadBalancerStatus, *loadbalancers.Resource, bool, error) {
 	lb, res, err := l.find(ctx, svc)
 	if err != nil || lb == nil {
-		return nil, false, err
-	}
-	if owns, err := l.own.Owns(ctx, svc, res); err != nil || !owns {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	// Only the status settings are read; their problems are reported by
 	// EnsureLoadBalancer.
 	spec := parseSpec(svc, LBAnnotations.Parse(svc), l.c.cfg.LoadBalancer, 0, nil)
-	return lbStatus(lb, spec), true, nil
+	return lbStatus(lb, spec), &res, true, nil
 }
 
-// Plan reads the Service and the cloud and plans one sync. A node sync
+// observedSync is what Observe read for Plan.
+type observedSync struct {
+	spec *lbSpec
+	obs  observed
+}
+
+// Observe reads the Service and the cloud for one sync. A node sync
 // plans as EnsureLoadBalancer does, as hcloud CCM does on a node change;
 // core's rules hand it the newest Service and refuse creates, so it never
 // makes a load balancer.
-func (l *loadBalancers) Plan(ctx context.Context, svc *v1.Service, nodes []*v1.Node, _ loadbalancers.SyncKind, _ any) (*loadbalancers.SyncPlan, error) {
+func (l *loadBalancers) Observe(ctx context.Context, svc *v1.Service, nodes []*v1.Node, _ loadbalancers.SyncKind, _ any) (*loadbalancers.Observed, error) {
 	netID, err := l.c.networkID(ctx)
 	if err != nil {
 		return nil, err
@@ -116,12 +122,18 @@ func (l *loadBalancers) Plan(ctx context.Context, svc *v1.Service, nodes []*v1.N
 	if err := l.refuse(svc, a, refused); err != nil {
 		return nil, err
 	}
-	// Another's load balancer is refused before anything is changed.
+	o := &loadbalancers.Observed{LoadBalancer: spec.name, State: observedSync{spec, obs}}
 	if lb != nil {
-		if _, err := l.own.Check(ctx, svc, res); err != nil {
-			return nil, err
-		}
+		o.Claims = []loadbalancers.Claim{loadbalancers.ResourceClaim(res)}
 	}
+	return o, nil
+}
+
+// Plan plans the sync Observe read; another's load balancer was refused
+// before it.
+func (l *loadBalancers) Plan(_ context.Context, svc *v1.Service, o *loadbalancers.Observed, _ *loadbalancers.Judgement) (*loadbalancers.SyncPlan, error) {
+	st := o.State.(observedSync)
+	spec, obs, lb := st.spec, st.obs, st.obs.lb
 	l.reportNodes(svc, spec)
 
 	ap := &lbApplier{c: l.c, svc: svc, lb: lb}
@@ -234,20 +246,24 @@ func (l *loadBalancers) event(svc *v1.Service, kind, reason, msg string) {
 	}
 }
 
-// Delete deletes the Service's load balancer. One
+// Deletion deletes the Service's load balancer. One
 // already gone is deleted; any other doubt is an error, so the Service
 // keeps its finalizer. A load balancer protected against deletion stays,
-// as hcloud CCM leaves it; so does one that is not the Service's. The
-// managed certificate stays too, as hcloud CCM leaves it.
-func (l *loadBalancers) Delete(ctx context.Context, svc *v1.Service) error {
+// as hcloud CCM leaves it; so does one that is not the Service's (core's
+// guard). The managed certificate stays too, as hcloud CCM leaves it.
+func (l *loadBalancers) Deletion(ctx context.Context, svc *v1.Service) (*loadbalancers.Deletion, error) {
 	l.forgetCertificates(svc)
 	lb, res, err := l.find(ctx, svc)
 	if err != nil || lb == nil {
-		return err
+		return nil, err
 	}
-	if ok, err := l.own.CheckDelete(ctx, svc, res); err != nil || !ok {
-		return err
-	}
+	return &loadbalancers.Deletion{Steps: []loadbalancers.DeleteStep{{
+		Guard: &res, StopIfRefused: true,
+		Run: func(ctx context.Context) error { return l.deleteLB(ctx, svc, lb) },
+	}}}, nil
+}
+
+func (l *loadBalancers) deleteLB(ctx context.Context, svc *v1.Service, lb *hcloud.LoadBalancer) error {
 	if lb.Protection.Delete {
 		klog.InfoS("Not deleting a load balancer protected against deletion", "service", klog.KObj(svc), "loadBalancer", lb.ID)
 		l.event(svc, v1.EventTypeNormal, "LoadBalancerDeletionProtected", fmt.Sprintf("load balancer %s (%d) is protected against deletion, so it stays, as with hcloud CCM; remove the protection to delete it", lb.Name, lb.ID))

@@ -77,7 +77,15 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-prometheu
 	t.Cleanup(func() {
 		_ = cp.Admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), "e2e-prometheus-metrics", metav1.DeleteOptions{})
 	})
-	if code, _ := getAs(t, e.ccm, "e2e-nobody", "/metrics"); code != http.StatusForbidden {
+	// The client CA is loaded asynchronously after the port opens (as in
+	// every Kubernetes component): until then a client certificate is
+	// "signed by unknown authority", 401. Once it is known: 403.
+	code = 0
+	eventually(t, 15*time.Second, "the client CA loaded", func() (bool, string) {
+		code, _ = getAs(t, e.ccm, "e2e-nobody", "/metrics")
+		return code != http.StatusUnauthorized, fmt.Sprintf("status %d", code)
+	})
+	if code != http.StatusForbidden {
 		t.Errorf("GET /metrics as an unbound user = %d, want 403", code)
 	}
 	eventually(t, 15*time.Second, "metrics with the droplet calls", func() (bool, string) {

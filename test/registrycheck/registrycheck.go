@@ -12,6 +12,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -307,6 +308,40 @@ func (c *checker) folder(d driver.Driver) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(c.root, dir, "contract_test.go")); !strings.Contains(string(b), "drivertest.Run(") {
 		c.add(dir+"contract_test.go", "does not run the contract suite (drivertest.Run)")
+	}
+	c.judgesNothing(dir)
+}
+
+// ownershipHolder finds what a driver keeps the ownership rule in: a
+// field or variable of type *loadbalancers.Ownership.
+var ownershipHolder = regexp.MustCompile(`(\w+)\s+\*loadbalancers\.Ownership\b`)
+
+// judgesNothing: core runs the ownership rule on what a driver's
+// Observe claims and on each deletion step's guard; a driver that calls
+// the rule's checks itself has a sync sequence of its own again.
+func (c *checker) judgesNothing(dir string) {
+	entries, _ := os.ReadDir(filepath.Join(c.root, dir))
+	var files []string
+	holders := map[string]bool{}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		files = append(files, dir+e.Name())
+		for _, m := range ownershipHolder.FindAllStringSubmatch(c.read(dir+e.Name()), -1) {
+			holders[m[1]] = true
+		}
+	}
+	if len(holders) == 0 {
+		return
+	}
+	calls := regexp.MustCompile(`\b(` + strings.Join(slices.Sorted(maps.Keys(holders)), "|") + `)\.(Check|CheckDelete|CheckAddresses|Verify|Refuse|ServiceByUIDMark)\(`)
+	for _, f := range files {
+		for i, line := range strings.Split(c.read(f), "\n") {
+			if m := calls.FindStringSubmatch(line); m != nil {
+				c.add(fmt.Sprintf("%s:%d", f, i+1), "calls the ownership rule's %s itself: claim the resource in Observe, give the deletion step a Guard, or use Judgement.Found while applying (docs/adding-a-driver.md)", m[2])
+			}
+		}
 	}
 }
 

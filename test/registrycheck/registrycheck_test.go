@@ -123,6 +123,20 @@ func TestRemovingADriverFromOnePlaceIsNamed(t *testing.T) {
 			t.Errorf("drivers/%s/lbplan.go gone: the check named %v", victim, ps)
 		}
 	})
+	t.Run("a driver judging ownership itself", func(t *testing.T) {
+		path := filepath.Join(root, "drivers", victim, "judge.go")
+		src := "package hetzner\n\nfunc (l *loadBalancers) judge(ctx context.Context, svc *v1.Service, r loadbalancers.Resource) error {\n\t_, err := l.own.Check(ctx, svc, r)\n\treturn err\n}\n"
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(path)
+		ps := Check(root, drivers)
+		if !slices.ContainsFunc(ps, func(p Problem) bool {
+			return p.File == "drivers/hetzner/judge.go:4" && strings.Contains(p.Msg, "Check itself")
+		}) {
+			t.Errorf("a driver calling l.own.Check: the check named %v", ps)
+		}
+	})
 	t.Run("the registry line", func(t *testing.T) {
 		path := filepath.Join(root, "drivers", "all", victim+".go")
 		if err := os.Rename(path, path+".moved"); err != nil {
