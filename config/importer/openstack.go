@@ -249,11 +249,21 @@ func (o *openstackImporter) mapGlobal(b *builder) {
 			}
 		case "use-clouds":
 			if x, ok := o.boolean(b, e); ok && x {
-				b.unmappedf(s, "polyccm does not read clouds.yaml: copy the cloud's auth-url, region, user, project and application credential ID into [Global] (its secret as a polyccm secret, never in the file) and import again")
+				// Upstream's clientconfig finds the file in OS_CLIENT_CONFIG_FILE,
+				// else ./clouds.yaml, ~/.config/openstack/ or /etc/openstack/.
+				b.secretFile("clouds", "/etc/openstack/clouds.yaml", s)
+				b.note(s, "upstream found clouds.yaml through OS_CLIENT_CONFIG_FILE, else ./clouds.yaml, ~/.config/openstack/clouds.yaml or /etc/openstack/clouds.yaml: point drivers.openstack.clouds at the one it read; keys in cloud.conf win over it, as upstream")
 			}
-		case "clouds-file", "cloud":
-			if v != "" && !o.useClouds {
+		case "cloud":
+			switch {
+			case v != "" && o.useClouds:
+				b.setDriver("cloud", v, s)
+			case v != "":
 				b.note(s, "ignored, as upstream ignores it without use-clouds = true")
+			}
+		case "clouds-file":
+			if v != "" {
+				b.note(s, "ignored, as upstream ignores it (its clientconfig finds clouds.yaml by OS_CLIENT_CONFIG_FILE and the standard places)")
 			}
 		default:
 			b.unmappedf(s, "openstack-cloud-controller-manager has no such [Global] key (it ignores it); polyccm has no such setting")
@@ -288,9 +298,16 @@ func (o *openstackImporter) env(b *builder, env map[string]string) {
 			}
 		case name == "OCCM_WAIT_LB_ACTIVE_STEPS":
 			b.note(name, "polyccm serves no OpenStack load balancers yet; left out")
-		case name == "OS_CLIENT_CONFIG_FILE" || name == "OS_CLOUD":
-			if !o.useClouds {
-				b.note(name, "ignored, as upstream reads clouds.yaml only with use-clouds = true")
+		case (name == "OS_CLIENT_CONFIG_FILE" || name == "OS_CLOUD") && !o.useClouds:
+			b.note(name, "ignored, as upstream reads clouds.yaml only with use-clouds = true")
+		case name == "OS_CLIENT_CONFIG_FILE":
+			if v != "" {
+				b.secretFile("clouds", v, name)
+			}
+		case name == "OS_CLOUD":
+			// cloud.conf's cloud wins, as upstream passes it to clientconfig.
+			if v != "" && !b.has("drivers.openstack.cloud") {
+				b.setDriver("cloud", v, name)
 			}
 		case o.secretEnv[name] != "":
 			b.note(name, "openstack-cloud-controller-manager does not read it (its secret is cloud.conf's); polyccm reads drivers.openstack.%s from it, so it must hold cloud.conf's value", o.secretEnv[name])
@@ -318,6 +335,9 @@ func (o *openstackImporter) finish(b *builder, c *commandLine) {
 	if o.global == nil {
 		b.invalidf("openstack-cloud-controller-manager does not start without its cloud.conf: pass it with --cloud-config")
 		return
+	}
+	if o.useClouds && !b.has("drivers.openstack.cloud") {
+		b.note("[Global] use-clouds", "neither cloud.conf's cloud nor OS_CLOUD names the clouds.yaml entry: set drivers.openstack.cloud to the one upstream used")
 	}
 	finishCommon(b, c, false, o.routes, false)
 	// Upstream served Services of type LoadBalancer unless told not to.

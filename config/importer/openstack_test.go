@@ -168,8 +168,25 @@ router = r1
 x = 1
 `,
 			env:         map[string]string{"OS_CLOUD": "mycloud", "UNRELATED": "1"},
-			unmapped:    []string{"auth-url", "tls-insecure", "token", "trust-id", "trustee-id", "trustee-password", "cert-file", "key-file", "use-clouds", "os-endpoint-type", "mystery-key", "public-network", "router", "[Unknown", "UNRELATED"},
+			unmapped:    []string{"auth-url", "tls-insecure", "token", "trust-id", "trustee-id", "trustee-password", "cert-file", "key-file", "os-endpoint-type", "mystery-key", "public-network", "router", "[Unknown", "UNRELATED"},
 			noRoundTrip: true, // no authURL
+		},
+		{
+			name: "use-clouds: the clouds.yaml upstream read, and its entry",
+			cloudConfig: `[Global]
+use-clouds = true
+clouds-file = /ignored/by/upstream.yaml
+region = RegionTwo
+`,
+			env: map[string]string{"OS_CLIENT_CONFIG_FILE": "/etc/kubernetes/clouds.yaml", "OS_CLOUD": "prod"},
+			want: map[string]any{
+				"drivers.openstack.clouds": map[string]any{"file": "/etc/kubernetes/clouds.yaml"},
+				"drivers.openstack.cloud":  "prod",
+				"drivers.openstack.region": "RegionTwo",
+			},
+			absent:      []string{"drivers.openstack.password", "drivers.openstack.applicationCredentialSecret"},
+			notes:       []string{"clouds-file: ignored, as upstream ignores it", "keys in cloud.conf win over it"},
+			noRoundTrip: true, // the clouds.yaml is not there to read
 		},
 		{
 			name:        "a bad boolean stops upstream",

@@ -75,6 +75,14 @@ func (c *Cloud) session(ctx context.Context) (*clients, error) {
 // domain where those are unset.
 func (c *Cloud) authOptions() (gophercloud.AuthOptions, error) {
 	cfg := c.cfg
+	if !c.given.Clouds.IsZero() {
+		// The clouds.yaml again, for its secrets as they are now.
+		r, err := c.given.resolved()
+		if err != nil {
+			return gophercloud.AuthOptions{}, err
+		}
+		cfg.Password, cfg.ApplicationCredentialSecret = r.Password, r.ApplicationCredentialSecret
+	}
 	userDomainID, userDomainName := cmp.Or(cfg.UserDomainID, cfg.DomainID), cmp.Or(cfg.UserDomainName, cfg.DomainName)
 	opts := gophercloud.AuthOptions{
 		IdentityEndpoint: cfg.AuthURL,

@@ -34,6 +34,11 @@ const Name = "openstack"
 // sections of openstack-cloud-controller-manager's cloud.conf, each key
 // named for the one it replaces.
 type Config struct {
+	// Clouds is a clouds.yaml (openstacksdk's format, which upstream reads
+	// with [Global] use-clouds), given as a secret since it holds one;
+	// Cloud names its entry (OS_CLOUD). Keys set below win over it.
+	Clouds secret.Secret `koanf:"clouds"`
+	Cloud  string        `koanf:"cloud"`
 	// AuthURL is Keystone's v3 endpoint (auth-url).
 	AuthURL string `koanf:"authURL"`
 	// Region picks the endpoints from the catalog (region); Nodes get it
@@ -97,12 +102,22 @@ func (c *Config) Validate() error {
 	add := func(key, format string, args ...any) {
 		errs = append(errs, config.Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
 	}
-	if c.AuthURL == "" {
-		add("authURL", "required: Keystone's v3 endpoint, e.g. https://keystone.example.com:5000/v3 (cloud.conf's auth-url)")
-	} else if err := config.CheckURL("authURL", c.AuthURL, "https://keystone.example.com:5000/v3"); err != nil {
-		errs = append(errs, err)
+	// With a clouds.yaml, what it gives is checked once it is read (New).
+	clouds := !c.Clouds.IsZero()
+	switch {
+	case clouds && c.Cloud == "":
+		add("cloud", "required with clouds: the clouds.yaml entry to use (what OS_CLOUD names)")
+	case !clouds && c.Cloud != "":
+		add("clouds", "required with cloud: the clouds.yaml holding it, as %s", secret.Forms)
 	}
-	if c.Region == "" {
+	if c.AuthURL == "" && !clouds {
+		add("authURL", "required: Keystone's v3 endpoint, e.g. https://keystone.example.com:5000/v3 (cloud.conf's auth-url)")
+	} else if c.AuthURL != "" {
+		if err := config.CheckURL("authURL", c.AuthURL, "https://keystone.example.com:5000/v3"); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.Region == "" && !clouds {
 		add("region", "required: the region whose endpoints polyccm uses (cloud.conf's region)")
 	}
 	appCred := c.ApplicationCredentialID != "" || c.ApplicationCredentialName != "" || !c.ApplicationCredentialSecret.IsZero()
@@ -136,6 +151,8 @@ func (c *Config) Validate() error {
 		if c.ProjectID == "" && c.ProjectName != "" && c.ProjectDomainName == "" && c.ProjectDomainID == "" && c.DomainName == "" && c.DomainID == "" {
 			add("projectDomainName", "projectName needs its domain: set projectDomainName or projectDomainID (or domainName/domainID for both the user's and the project's), or give projectID")
 		}
+	case clouds:
+		// the clouds.yaml entry gives them
 	default:
 		add("applicationCredentialSecret", "no credentials: give an application credential (applicationCredentialID and applicationCredentialSecret) or a password (username, password, projectID), as %s", secret.Forms)
 	}
@@ -162,10 +179,14 @@ func (c *Config) Validate() error {
 
 // Cloud is OpenStack for one cluster.
 type Cloud struct {
-	cfg  Config
-	api  *cloudapi.Client
-	deps driver.Deps
-	http *http.Client
+	// cfg is the config with its clouds.yaml entry filled in; given is as
+	// configured, to read the clouds.yaml's secrets again on each
+	// authentication.
+	cfg   Config
+	given Config
+	api   *cloudapi.Client
+	deps  driver.Deps
+	http  *http.Client
 
 	mu      sync.Mutex
 	clients *clients // once authenticated
@@ -182,9 +203,13 @@ type Cloud struct {
 // token and the catalog at the first lookup, so polyccm starts while the
 // cloud is unreachable.
 func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
-	cfg, ok := cfgAny.(*Config)
+	given, ok := cfgAny.(*Config)
 	if !ok {
 		return nil, fmt.Errorf("openstack: config is %T, want *openstack.Config", cfgAny)
+	}
+	cfg, err := given.resolved()
+	if err != nil {
+		return nil, err
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if cfg.CAFile != "" {
@@ -202,7 +227,7 @@ func New(cfgAny any, deps driver.Deps) (driver.Cloud, error) {
 	if deps.Transport != nil {
 		rt = deps.Transport(rt)
 	}
-	c := &Cloud{cfg: *cfg, api: deps.API, deps: deps, http: &http.Client{Transport: rt}, flavors: map[string]string{}}
+	c := &Cloud{cfg: cfg, given: *given, api: deps.API, deps: deps, http: &http.Client{Transport: rt}, flavors: map[string]string{}}
 	c.listing = c.newListing()
 	c.volumeListing = c.newVolumeListing()
 	c.initRoutes()
@@ -232,6 +257,7 @@ func init() {
 		Credentials: []driver.Credential{
 			{Key: "password", Name: "openstack-password", SecretKey: "openstack-password", Unset: "an application credential"},
 			{Key: "applicationCredentialSecret", Name: "openstack-application-credential-secret", SecretKey: "openstack-application-credential-secret", Unset: "a password"},
+			{Key: "clouds", Name: "openstack-clouds", SecretKey: "openstack-clouds", Unset: "the keys under drivers.openstack"},
 		},
 		Capabilities:    []driver.Capability{driver.Instances, driver.Zones, driver.Routes, driver.Volumes},
 		Classify:        classify,

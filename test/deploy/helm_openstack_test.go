@@ -19,9 +19,10 @@ var driverSettings = map[string]string{
 		",config.drivers.openstack.userDomainName=Default,config.drivers.openstack.projectID=0123456789abcdef0123456789abcdef",
 }
 
-// OpenStack takes an application credential or a password, never both:
-// the chart mounts the Secret key of the one the config's
-// applicationCredentialID (or Name) picks, and fails with neither.
+// OpenStack takes a clouds.yaml, an application credential or a password,
+// one of them: the chart mounts the Secret key of the one the config
+// picks (a cloud names a clouds.yaml entry; an applicationCredentialID or
+// Name an application credential), and fails with none.
 func TestHelmOpenStackCredential(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -32,6 +33,7 @@ func TestHelmOpenStackCredential(t *testing.T) {
 		{"application credential by name", []string{"--set", "driver=openstack" + driverSettings["openstack"] + ",config.drivers.openstack.applicationCredentialName=ccm"},
 			[]string{"drivers.openstack.applicationCredentialSecret"}},
 		{"password", []string{"--set", "driver=openstack" + driverSettings["openstack"]}, []string{"drivers.openstack.password"}},
+		{"clouds.yaml", []string{"--set", "driver=openstack,config.drivers.openstack.cloud=prod"}, []string{"drivers.openstack.clouds"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var cm corev1.ConfigMap

@@ -141,10 +141,12 @@ Secret's files.
 {{- /* OpenStack authenticates with an application credential or a password,
 never both: the config's applicationCredentialID or Name picks the first. */}}
 {{- if eq $driver "openstack" }}
-{{- if or $block.applicationCredentialID $block.applicationCredentialName }}
-{{- $keys = omit $keys "password" }}
+{{- if $block.cloud }}
+{{- $keys = omit $keys "password" "applicationCredentialSecret" }}
+{{- else if or $block.applicationCredentialID $block.applicationCredentialName }}
+{{- $keys = omit $keys "password" "clouds" }}
 {{- else }}
-{{- $keys = omit $keys "applicationCredentialSecret" }}
+{{- $keys = omit $keys "applicationCredentialSecret" "clouds" }}
 {{- end }}
 {{- end }}
 {{- range $field, $key := $keys }}
@@ -163,8 +165,8 @@ never both: the config's applicationCredentialID or Name picks the first. */}}
 {{- if and (eq $driver "hetzner") (not (hasKey $block "token")) }}
 {{- fail "driver hetzner needs an API token: set credentials.existingSecret to a Secret holding it under the key credentials.keys.hetzner.token" }}
 {{- end }}
-{{- if and (eq $driver "openstack") (not (hasKey $block "password")) (not (hasKey $block "applicationCredentialSecret")) }}
-{{- fail "driver openstack needs a credential: set credentials.existingSecret to a Secret holding an application credential's secret under the key credentials.keys.openstack.applicationCredentialSecret (with config.drivers.openstack.applicationCredentialID), or a password under credentials.keys.openstack.password" }}
+{{- if and (eq $driver "openstack") (not (hasKey $block "password")) (not (hasKey $block "applicationCredentialSecret")) (not (hasKey $block "clouds")) }}
+{{- fail "driver openstack needs a credential: set credentials.existingSecret to a Secret holding an application credential's secret under the key credentials.keys.openstack.applicationCredentialSecret (with config.drivers.openstack.applicationCredentialID), a password under credentials.keys.openstack.password, or a clouds.yaml under credentials.keys.openstack.clouds (with config.drivers.openstack.cloud)" }}
 {{- end }}
 {{- if and (eq $driver "aws") (ne (hasKey $block "accessKeyID") (hasKey $block "secretAccessKey")) }}
 {{- fail "driver aws: give both credentials.keys.aws.accessKeyID and credentials.keys.aws.secretAccessKey, or neither (the instance role)" }}
