@@ -14,7 +14,7 @@ type netExtension struct {
 
 // networkExtensions are the extensions the fake knows, from neutron-lib's
 // API definitions: those whose attributes its documents carry or whose
-// behaviour it models, and allowed-address-pairs.
+// behaviour it models.
 var networkExtensions = []netExtension{
 	{"address-scope", "Address scope", "Address scopes extension.", "2015-07-26T10:00:00-00:00"},
 	{"allowed-address-pairs", "Allowed Address Pairs", "Provides allowed address pairs", "2013-07-23T10:00:00-00:00"},
@@ -41,6 +41,8 @@ var networkExtensions = []netExtension{
 		"external networks via a NAT gateway.", "2012-07-20T10:00:00-00:00"},
 	{"router_availability_zone", "Router Availability Zone", "Availability zone support for router.", "2015-01-01T10:00:00-00:00"},
 	{"security-group", "security-group", "The security groups extension.", "2012-10-05T10:00:00-00:00"},
+	{"stateful-security-group", "Stateful security group", "Indicates if the security group is stateful or not",
+		"2019-11-26T09:00:00-00:00"},
 	{"standard-attr-description", "standard-attr-description", "Extension to add descriptions to standard attributes",
 		"2016-02-10T10:00:00-00:00"},
 	{"standard-attr-revisions", "Resource revision numbers", "This extension will display the revision number of neutron resources.",
@@ -54,25 +56,23 @@ var networkExtensions = []netExtension{
 }
 
 // defaultNetworkExtensions are the extensions offered until
-// SetNetworkExtensions: every known one but allowed-address-pairs, as
-// port updates are not served (upstream's route controller updates the
-// nodes' ports when it sees that extension).
+// SetNetworkExtensions: every one the fake knows.
 var defaultNetworkExtensions = func() []string {
 	var out []string
 	for _, e := range networkExtensions {
-		if e.alias != "allowed-address-pairs" {
-			out = append(out, e.alias)
-		}
+		out = append(out, e.alias)
 	}
 	return out
 }()
 
 // SetNetworkExtensions sets the Neutron extensions the cloud offers, by
-// alias, in place of the default (every extension the fake knows but
-// allowed-address-pairs). Without "extraroute-atomic" the add_extraroutes
-// and remove_extraroutes actions are not found; without "extraroute"
-// routers have no routes attribute, as on such a Neutron. It panics on an
-// alias the fake does not know: a mistake in the calling test.
+// alias, in place of the default (every extension the fake knows).
+// Without "extraroute-atomic" the add_extraroutes and remove_extraroutes
+// actions are not found; without "extraroute" routers have no routes
+// attribute; without "allowed-address-pairs" ports have no
+// allowed_address_pairs, and an update setting them is refused, as on
+// such a Neutron. It panics on an alias the fake does not know: a
+// mistake in the calling test.
 func (s *Server) SetNetworkExtensions(aliases ...string) {
 	for _, a := range aliases {
 		if !slices.ContainsFunc(networkExtensions, func(e netExtension) bool { return e.alias == a }) {

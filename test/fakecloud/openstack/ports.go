@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -28,7 +29,9 @@ type PortSpec struct {
 	// subnet and one of each IPv6 subnet.
 	IPs []string
 	// FloatingIP is a floating address associated with the port, which
-	// Nova lists among the server's addresses as "floating".
+	// Nova lists among the server's addresses as "floating". When an
+	// external network of the region has the address, it is a floating
+	// IP of Neutron's too (see AddFloatingIP).
 	FloatingIP string
 	Name       string
 	MAC        string // default a fresh fa:16:3e:xx:xx:xx
@@ -61,6 +64,22 @@ type CloudPort struct {
 	FloatingIP  string
 	TrunkID     string // set on a trunk's parent
 	SubPorts    []SubPort
+	// AdminStateUp is false for ports made down, as Octavia's VIP ports.
+	AdminStateUp        bool
+	Description         string
+	AllowedAddressPairs []AddressPair
+	// SecurityGroups are the port's groups' IDs: the region's default
+	// group for servers' ports until an update sets others.
+	SecurityGroups []string
+	Tags           []string
+}
+
+// AddressPair is one of a port's allowed address pairs: an address or
+// CIDR whose traffic port security lets through, from MACAddress (the
+// port's own when Neutron fills it in).
+type AddressPair struct {
+	IPAddress  string
+	MACAddress string
 }
 
 // FixedIP is one of a port's fixed addresses.
@@ -83,7 +102,11 @@ type portState struct {
 	// project owns the port: the account's, or none for a router's
 	// gateway port, which Neutron makes for no project and only admins
 	// see.
-	project string
+	project  string
+	sgs      []string // the groups an update set
+	sgsSet   bool
+	revision int
+	updated  time.Time
 }
 
 // Device owners of the ports Neutron makes for routers.
@@ -92,31 +115,39 @@ const (
 	deviceOwnerRouterGateway   = "network:router_gateway"
 )
 
-// portSecurityGroups are the port's groups: the project's default for
-// servers' ports, none for the network's own (routers').
+// portSecurityGroups are the port's groups: those an update set, else
+// the region's default group for servers' ports (and Octavia's), none
+// for the network's own (routers').
 func (s *Server) portSecurityGroups(p *portState) []string {
-	if strings.HasPrefix(p.DeviceOwner, "network:") {
+	switch {
+	case p.sgsSet:
+		return slices.Clone(p.sgs)
+	case strings.HasPrefix(p.DeviceOwner, "network:"):
 		return []string{}
 	}
-	return []string{s.securityG}
+	return []string{s.defaultSGLocked(p.Region)}
 }
 
-func (p *portState) clone() CloudPort {
+func (s *Server) clonePortLocked(p *portState) CloudPort {
 	c := p.CloudPort
 	c.FixedIPs = slices.Clone(c.FixedIPs)
 	c.SubPorts = slices.Clone(c.SubPorts)
+	c.AllowedAddressPairs = slices.Clone(c.AllowedAddressPairs)
+	c.Tags = slices.Clone(c.Tags)
+	c.SecurityGroups = s.portSecurityGroups(p)
 	return c
 }
 
 // Port returns a port by ID.
 func (s *Server) Port(id string) (CloudPort, bool) {
+	s.settle() // a load balancer's VIP port goes with it
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.ports[id]
 	if !ok {
 		return CloudPort{}, false
 	}
-	return p.clone(), true
+	return s.clonePortLocked(p), true
 }
 
 // ServerPorts returns a server's ports (not the subports of its trunks),
@@ -126,7 +157,7 @@ func (s *Server) ServerPorts(serverID string) []CloudPort {
 	defer s.mu.Unlock()
 	var out []CloudPort
 	for _, p := range s.serverPortsLocked(serverID) {
-		out = append(out, p.clone())
+		out = append(out, s.clonePortLocked(p))
 	}
 	return out
 }
@@ -197,6 +228,12 @@ func (s *Server) deletePortLocked(p *portState) {
 			s.deletePortLocked(c)
 		}
 	}
+	// Neutron disassociates the port's floating IPs.
+	for _, f := range s.fips {
+		if f.portID == p.ID {
+			s.disassociateLocked(f)
+		}
+	}
 	for _, f := range p.FixedIPs {
 		// A router interface holds the gateway address, which stays
 		// the subnet's.
@@ -217,9 +254,13 @@ func (s *Server) addPortLocked(sv *serverState, spec PortSpec) (*portState, erro
 	}
 	if spec.FloatingIP != "" {
 		if _, err := netip.ParseAddr(spec.FloatingIP); err != nil {
+			s.deletePortLocked(p)
 			return nil, fmt.Errorf("bad floating IP %q", spec.FloatingIP)
 		}
-		p.FloatingIP = spec.FloatingIP
+		if err := s.floatingForPortLocked(p, spec.FloatingIP); err != nil {
+			s.deletePortLocked(p)
+			return nil, err
+		}
 	}
 	p.DeviceID, p.DeviceOwner = sv.ID, "compute:"+sv.AvailabilityZone
 	p.Status = portStatusFor(sv.Status)
@@ -245,14 +286,7 @@ func (s *Server) newPortLocked(region, network string, ips []string, name, mac s
 	if n == nil {
 		return nil, fmt.Errorf("no network %q in region %s", network, region)
 	}
-	if mac == "" {
-		s.nextMAC++
-		mac = fmt.Sprintf("fa:16:3e:%02x:%02x:%02x", s.nextMAC>>16&0xff, s.nextMAC>>8&0xff, s.nextMAC&0xff)
-	}
-	s.seq++
-	p := &portState{CloudPort: CloudPort{ID: newUUID(), Name: name, Region: region, NetworkID: n.ID, MAC: mac,
-		Status: PortDown}, created: s.now(), seq: s.seq, project: s.account.ProjectID}
-	s.ports[p.ID] = p
+	p := s.makePortLocked(region, n.ID, name, mac)
 	fail := func(err error) (*portState, error) {
 		s.deletePortLocked(p)
 		return nil, err
@@ -290,9 +324,26 @@ func (s *Server) newPortLocked(region, network string, ips []string, name, mac s
 	return p, nil
 }
 
+// makePortLocked registers an unbound port without addresses: up, DOWN,
+// of the project.
+func (s *Server) makePortLocked(region, networkID, name, mac string) *portState {
+	if mac == "" {
+		s.nextMAC++
+		mac = fmt.Sprintf("fa:16:3e:%02x:%02x:%02x", s.nextMAC>>16&0xff, s.nextMAC>>8&0xff, s.nextMAC&0xff)
+	}
+	s.seq++
+	now := s.now()
+	p := &portState{CloudPort: CloudPort{ID: newUUID(), Name: name, Region: region, NetworkID: networkID, MAC: mac,
+		Status: PortDown, AdminStateUp: true}, created: now, updated: now, seq: s.seq, project: s.account.ProjectID,
+		revision: 1}
+	s.ports[p.ID] = p
+	return p
+}
+
 func (s *Server) registerPorts() {
 	s.handle(svcNetwork, http.MethodGet, "/network/v2.0/ports", PortsList, s.listPorts)
 	s.handle(svcNetwork, http.MethodGet, "/network/v2.0/ports/{id}", PortsGet, s.getPort)
+	s.registerPortUpdates()
 }
 
 var portFilters = []string{"id", "name", "network_id", "device_id", "device_owner", "status", "mac_address",
@@ -319,8 +370,8 @@ func (s *Server) listPorts(c *call) (int, any) {
 		items = append(items, neutronItem{id: p.ID, fields: map[string][]string{
 			"id": {p.ID}, "name": {p.Name}, "network_id": {p.NetworkID}, "device_id": {p.DeviceID},
 			"device_owner": {p.DeviceOwner}, "status": {p.Status}, "mac_address": {p.MAC}, "tenant_id": {p.project},
-			"project_id": {p.project}, "admin_state_up": {"true"}, "description": {""}, "fixed_ips": fixed,
-			"security_groups": s.portSecurityGroups(p)}})
+			"project_id": {p.project}, "admin_state_up": {strconv.FormatBool(p.AdminStateUp)}, "description": {p.Description},
+			"fixed_ips": fixed, "security_groups": s.portSecurityGroups(p)}, tags: p.Tags})
 	}
 	return neutronPage(c, "ports", nq, items, func(id string) any { return s.wirePortLocked(s.ports[id]) },
 		func(id string) (int, any) { return errPortNotFound(id) })
@@ -342,11 +393,18 @@ func (s *Server) getPort(c *call) (int, any) {
 
 func (s *Server) wirePortLocked(p *portState) wirePort {
 	w := wirePort{ID: p.ID, Name: p.Name, NetworkID: p.NetworkID, TenantID: p.project, ProjectID: p.project, MACAddress: p.MAC,
-		AdminStateUp: true, Status: p.Status, DeviceID: p.DeviceID, DeviceOwner: p.DeviceOwner,
-		FixedIPs: []wireFixedIP{}, AllowedAddressPairs: []any{}, ExtraDHCPOpts: []any{},
+		AdminStateUp: p.AdminStateUp, Status: p.Status, DeviceID: p.DeviceID, DeviceOwner: p.DeviceOwner,
+		Description: p.Description, FixedIPs: []wireFixedIP{}, ExtraDHCPOpts: []any{},
 		SecurityGroups: s.portSecurityGroups(p), BindingVNICType: "normal", PortSecurityEnabled: true,
-		IPAllocation: "immediate", Tags: []string{}, CreatedAt: stamp(p.created), UpdatedAt: stamp(p.created),
-		RevisionNumber: 1}
+		IPAllocation: "immediate", Tags: append([]string{}, p.Tags...), CreatedAt: stamp(p.created),
+		UpdatedAt: stamp(p.updated), RevisionNumber: p.revision}
+	if s.hasExtLocked("allowed-address-pairs") {
+		pairs := []wireAddressPair{}
+		for _, a := range p.AllowedAddressPairs {
+			pairs = append(pairs, wireAddressPair{IPAddress: a.IPAddress, MACAddress: a.MACAddress})
+		}
+		w.AllowedAddressPairs = &pairs
+	}
 	for _, f := range p.FixedIPs {
 		w.FixedIPs = append(w.FixedIPs, wireFixedIP{SubnetID: f.SubnetID, IPAddress: f.IP})
 	}

@@ -168,7 +168,7 @@ func TestNeutronErrors(t *testing.T) {
 	if r.StatusCode != http.StatusBadRequest || doc(t, b)["NeutronError"].(map[string]any)["type"] != "BadRequest" {
 		t.Errorf("bad limit: %d %s", r.StatusCode, b)
 	}
-	r, b = raw(t, s, tok, http.MethodGet, "/network/v2.0/floatingips", "", nil)
+	r, b = raw(t, s, tok, http.MethodGet, "/network/v2.0/qos/policies", "", nil)
 	if r.StatusCode != http.StatusNotFound || doc(t, b)["code"] != "404 Not Found" {
 		t.Errorf("unknown path: %d %s", r.StatusCode, b)
 	}

@@ -45,6 +45,28 @@ const (
 	SubnetsGet      = "network.subnets.get"   // GET /network/v2.0/subnets/{id}
 	PortsList       = "network.ports.list"    // GET /network/v2.0/ports
 	PortsGet        = "network.ports.get"     // GET /network/v2.0/ports/{id}
+	PortsUpdate     = "network.ports.update"  // PUT /network/v2.0/ports/{id}
+
+	PortTagsReplace = "network.ports.tags.replace" // PUT /network/v2.0/ports/{id}/tags
+	PortTagsAdd     = "network.ports.tags.add"     // PUT /network/v2.0/ports/{id}/tags/{tag}
+	PortTagsDelete  = "network.ports.tags.delete"  // DELETE /network/v2.0/ports/{id}/tags/{tag}
+
+	FloatingIPsList   = "network.floatingips.list"   // GET /network/v2.0/floatingips
+	FloatingIPsCreate = "network.floatingips.create" // POST /network/v2.0/floatingips
+	FloatingIPsGet    = "network.floatingips.get"    // GET /network/v2.0/floatingips/{id}
+	FloatingIPsUpdate = "network.floatingips.update" // PUT /network/v2.0/floatingips/{id}
+	FloatingIPsDelete = "network.floatingips.delete" // DELETE /network/v2.0/floatingips/{id}
+
+	SecurityGroupsList   = "network.security-groups.list"   // GET /network/v2.0/security-groups
+	SecurityGroupsCreate = "network.security-groups.create" // POST /network/v2.0/security-groups
+	SecurityGroupsGet    = "network.security-groups.get"    // GET /network/v2.0/security-groups/{id}
+	SecurityGroupsUpdate = "network.security-groups.update" // PUT /network/v2.0/security-groups/{id}
+	SecurityGroupsDelete = "network.security-groups.delete" // DELETE /network/v2.0/security-groups/{id}
+
+	SecurityGroupRulesList   = "network.security-group-rules.list"   // GET /network/v2.0/security-group-rules
+	SecurityGroupRulesCreate = "network.security-group-rules.create" // POST /network/v2.0/security-group-rules
+	SecurityGroupRulesGet    = "network.security-group-rules.get"    // GET /network/v2.0/security-group-rules/{id}
+	SecurityGroupRulesDelete = "network.security-group-rules.delete" // DELETE /network/v2.0/security-group-rules/{id}
 
 	RoutersList              = "network.routers.list"               // GET /network/v2.0/routers
 	RoutersGet               = "network.routers.get"                // GET /network/v2.0/routers/{id}
@@ -54,7 +76,37 @@ const (
 	ExtensionsList           = "network.extensions.list"            // GET /network/v2.0/extensions
 	ExtensionsGet            = "network.extensions.get"             // GET /network/v2.0/extensions/{alias}
 
-	LoadBalancerVersions = "load-balancer.versions" // GET /load-balancer
+	// Octavia's paths are under /load-balancer/v2/lbaas.
+	LoadBalancerVersions      = "load-balancer.versions"              // GET /load-balancer
+	LoadBalancersList         = "load-balancer.loadbalancers.list"    // GET .../loadbalancers
+	LoadBalancersCreate       = "load-balancer.loadbalancers.create"  // POST .../loadbalancers
+	LoadBalancersGet          = "load-balancer.loadbalancers.get"     // GET .../loadbalancers/{id}
+	LoadBalancersUpdate       = "load-balancer.loadbalancers.update"  // PUT .../loadbalancers/{id}
+	LoadBalancersDelete       = "load-balancer.loadbalancers.delete"  // DELETE .../loadbalancers/{id}[?cascade=true]
+	LoadBalancersStatus       = "load-balancer.loadbalancers.status"  // GET .../loadbalancers/{id}/status (or /statuses)
+	ListenersList             = "load-balancer.listeners.list"        // GET .../listeners
+	ListenersCreate           = "load-balancer.listeners.create"      // POST .../listeners
+	ListenersGet              = "load-balancer.listeners.get"         // GET .../listeners/{id}
+	ListenersUpdate           = "load-balancer.listeners.update"      // PUT .../listeners/{id}
+	ListenersDelete           = "load-balancer.listeners.delete"      // DELETE .../listeners/{id}
+	PoolsList                 = "load-balancer.pools.list"            // GET .../pools
+	PoolsCreate               = "load-balancer.pools.create"          // POST .../pools
+	PoolsGet                  = "load-balancer.pools.get"             // GET .../pools/{id}
+	PoolsUpdate               = "load-balancer.pools.update"          // PUT .../pools/{id}
+	PoolsDelete               = "load-balancer.pools.delete"          // DELETE .../pools/{id}
+	MembersList               = "load-balancer.members.list"          // GET .../pools/{pool}/members
+	MembersCreate             = "load-balancer.members.create"        // POST .../pools/{pool}/members
+	MembersBatchUpdate        = "load-balancer.members.batch_update"  // PUT .../pools/{pool}/members
+	MembersGet                = "load-balancer.members.get"           // GET .../pools/{pool}/members/{id}
+	MembersUpdate             = "load-balancer.members.update"        // PUT .../pools/{pool}/members/{id}
+	MembersDelete             = "load-balancer.members.delete"        // DELETE .../pools/{pool}/members/{id}
+	HealthMonitorsList        = "load-balancer.healthmonitors.list"   // GET .../healthmonitors
+	HealthMonitorsCreate      = "load-balancer.healthmonitors.create" // POST .../healthmonitors
+	HealthMonitorsGet         = "load-balancer.healthmonitors.get"    // GET .../healthmonitors/{id}
+	HealthMonitorsUpdate      = "load-balancer.healthmonitors.update" // PUT .../healthmonitors/{id}
+	HealthMonitorsDelete      = "load-balancer.healthmonitors.delete" // DELETE .../healthmonitors/{id}
+	LoadBalancerProvidersList = "load-balancer.providers.list"        // GET .../providers
+	LoadBalancerFlavorsList   = "load-balancer.flavors.list"          // GET .../flavors
 
 	// Cinder's paths may carry the project ("/volume/v3/{project_id}/volumes",
 	// as the catalog gives them) or not (from 3.67); both count alike.
@@ -172,6 +224,9 @@ func (s *Server) serve(rw *replyWriter, c *call, d faults.Decision, rt *route, k
 		}
 		c.mv, rw.mv = mv, &mv
 	}
+	// Octavia's operations whose time has come are done before anything
+	// is read or changed.
+	s.settle()
 	return rw.reply(rt.handle(c))
 }
 
@@ -194,6 +249,7 @@ func (s *Server) commit(c *call, rt *route) {
 		}
 		cc.mv = mv
 	}
+	s.settle()
 	_, _ = rt.handle(&cc)
 }
 

@@ -154,13 +154,8 @@ func (s *Server) addInterfaceLocked(r *routerState, sub *subnetState) error {
 			}
 		}
 	}
-	s.nextMAC++
-	s.seq++
-	p := &portState{CloudPort: CloudPort{ID: newUUID(), Region: r.Region, NetworkID: sub.NetworkID, DeviceID: r.ID,
-		DeviceOwner: deviceOwnerRouterInterface, Status: PortActive, FixedIPs: []FixedIP{fixed},
-		MAC: fmt.Sprintf("fa:16:3e:%02x:%02x:%02x", s.nextMAC>>16&0xff, s.nextMAC>>8&0xff, s.nextMAC&0xff)},
-		created: s.now(), seq: s.seq, project: s.account.ProjectID}
-	s.ports[p.ID] = p
+	p := s.makePortLocked(r.Region, sub.NetworkID, "", "")
+	p.DeviceID, p.DeviceOwner, p.Status, p.FixedIPs = r.ID, deviceOwnerRouterInterface, PortActive, []FixedIP{fixed}
 	r.ports = append(r.ports, p.ID)
 	return nil
 }

@@ -221,7 +221,7 @@ func TestNetworkExtensions(t *testing.T) {
 		aliases = append(aliases, e.Alias)
 	}
 	if err != nil || !slices.Contains(aliases, "extraroute-atomic") || !slices.Contains(aliases, "router") ||
-		slices.Contains(aliases, "allowed-address-pairs") || !slices.IsSorted(aliases) {
+		!slices.Contains(aliases, "allowed-address-pairs") || !slices.IsSorted(aliases) {
 		t.Errorf("extensions: %v %v", aliases, err)
 	}
 	tok := token(t, s)

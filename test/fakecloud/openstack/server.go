@@ -1,6 +1,7 @@
 // Package openstack is an in-memory fake of an OpenStack cloud that speaks
 // its wire formats: Keystone v3 (identity), Nova v2.1 (compute), Neutron
-// v2.0 (network) and Cinder v3 (block storage), with the paths, JSON
+// v2.0 (network), Octavia v2 (load-balancer) and Cinder v3 (block
+// storage), with the paths, JSON
 // documents, microversions,
 // pagination links, error bodies, status codes and request-ID headers of
 // the real services, so gophercloud (or any other client) works against it
@@ -13,7 +14,7 @@
 //	/identity         Keystone (clients authenticate at AuthURL, /identity/v3)
 //	/compute/v2.1     Nova
 //	/network          Neutron (its API under /network/v2.0)
-//	/load-balancer    Octavia: version discovery only, a placeholder
+//	/load-balancer    Octavia (its API under /load-balancer/v2)
 //	/volume/v3        Cinder (volumev3; the catalog's URL ends in the project)
 //
 // Regions added with AddRegion are served under /regions/<n>/, each with
@@ -32,9 +33,12 @@
 //
 // Servers, networks, routers, volumes and flavors are made with knobs
 // (AddServer, AddNetwork, AddRouter, AddVolume, AddFlavor), as a
-// cluster's machines are made outside it; the API is read only apart
-// from Keystone's tokens and a router's routes, which the route
-// controller of a CCM writes.
+// cluster's machines are made outside it; the API writes what a CCM
+// writes: Keystone's tokens, a router's routes, ports' address pairs,
+// security groups and tags, floating IPs, and Octavia's load balancers,
+// which knobs can also make (AddFloatingIP, AddSecurityGroup,
+// AddLoadBalancer). Octavia's provisioning takes time: see
+// SetLoadBalancerProvisioningDelay.
 package openstack
 
 import (
@@ -76,8 +80,12 @@ type Server struct {
 	volumes  map[string]*volumeState
 	// netExts are the aliases of the Neutron extensions offered.
 	netExts    []string
-	routeQuota int    // Neutron's quota_router_route; negative for none
-	securityG  string // the project's default security group
+	routeQuota int // Neutron's quota_router_route; negative for none
+	fips       map[string]*fipState
+	sgs        map[string]*sgState
+	sgRules    map[string]*sgRuleState
+	defaultSGs map[string]string // each region's default security group, made when first needed
+	oct        octaviaStore
 	imageID    string // the image every server booted from
 	seq        int64  // Nova's internal instance ids: ties in created_at sort by them
 	nextMAC    int
@@ -103,7 +111,11 @@ func New(a Account) *Server {
 		volumes:       map[string]*volumeState{},
 		netExts:       slices.Clone(defaultNetworkExtensions),
 		routeQuota:    DefaultRouteQuota,
-		securityG:     newUUID(),
+		fips:          map[string]*fipState{},
+		sgs:           map[string]*sgState{},
+		sgRules:       map[string]*sgRuleState{},
+		defaultSGs:    map[string]string{},
+		oct:           newOctaviaStore(),
 		imageID:       newUUID(),
 	}
 	s.regions = []string{s.account.Region}
@@ -118,7 +130,10 @@ func New(a Account) *Server {
 	s.registerPorts()
 	s.registerRouters()
 	s.registerExtensions()
+	s.registerFloatingIPs()
+	s.registerSecurityGroups()
 	s.registerVolumes()
+	s.registerOctavia()
 	return s
 }
 

@@ -72,7 +72,7 @@ func networkVersions(c *call) (int, any) {
 }
 
 // loadBalancerVersions lists Octavia's minor versions, each SUPPORTED but
-// the last; Octavia itself is not modelled yet.
+// the last: 2.27 (2023.1), whose attributes the fake's documents carry.
 func loadBalancerVersions(c *call) (int, any) {
 	const latest = 27
 	var vs []wireVersion

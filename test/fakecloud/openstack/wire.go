@@ -242,32 +242,37 @@ type wireAllocationPool struct {
 }
 
 type wirePort struct {
-	ID                    string            `json:"id"`
-	Name                  string            `json:"name"`
-	NetworkID             string            `json:"network_id"`
-	TenantID              string            `json:"tenant_id"`
-	ProjectID             string            `json:"project_id"`
-	MACAddress            string            `json:"mac_address"`
-	AdminStateUp          bool              `json:"admin_state_up"`
-	Status                string            `json:"status"`
-	DeviceID              string            `json:"device_id"`
-	DeviceOwner           string            `json:"device_owner"`
-	FixedIPs              []wireFixedIP     `json:"fixed_ips"`
-	AllowedAddressPairs   []any             `json:"allowed_address_pairs"`
-	ExtraDHCPOpts         []any             `json:"extra_dhcp_opts"`
-	SecurityGroups        []string          `json:"security_groups"`
-	Description           string            `json:"description"`
-	BindingVNICType       string            `json:"binding:vnic_type"`
-	PortSecurityEnabled   bool              `json:"port_security_enabled"`
-	IPAllocation          string            `json:"ip_allocation"`
-	QoSPolicyID           *string           `json:"qos_policy_id"`
-	QoSNetworkPolicyID    *string           `json:"qos_network_policy_id"`
-	PropagateUplinkStatus bool              `json:"propagate_uplink_status"`
-	Tags                  []string          `json:"tags"`
-	CreatedAt             string            `json:"created_at"`
-	UpdatedAt             string            `json:"updated_at"`
-	RevisionNumber        int               `json:"revision_number"`
-	TrunkDetails          *wireTrunkDetails `json:"trunk_details,omitempty"` // trunk parents only
+	ID                    string             `json:"id"`
+	Name                  string             `json:"name"`
+	NetworkID             string             `json:"network_id"`
+	TenantID              string             `json:"tenant_id"`
+	ProjectID             string             `json:"project_id"`
+	MACAddress            string             `json:"mac_address"`
+	AdminStateUp          bool               `json:"admin_state_up"`
+	Status                string             `json:"status"`
+	DeviceID              string             `json:"device_id"`
+	DeviceOwner           string             `json:"device_owner"`
+	FixedIPs              []wireFixedIP      `json:"fixed_ips"`
+	AllowedAddressPairs   *[]wireAddressPair `json:"allowed_address_pairs,omitempty"` // with allowed-address-pairs
+	ExtraDHCPOpts         []any              `json:"extra_dhcp_opts"`
+	SecurityGroups        []string           `json:"security_groups"`
+	Description           string             `json:"description"`
+	BindingVNICType       string             `json:"binding:vnic_type"`
+	PortSecurityEnabled   bool               `json:"port_security_enabled"`
+	IPAllocation          string             `json:"ip_allocation"`
+	QoSPolicyID           *string            `json:"qos_policy_id"`
+	QoSNetworkPolicyID    *string            `json:"qos_network_policy_id"`
+	PropagateUplinkStatus bool               `json:"propagate_uplink_status"`
+	Tags                  []string           `json:"tags"`
+	CreatedAt             string             `json:"created_at"`
+	UpdatedAt             string             `json:"updated_at"`
+	RevisionNumber        int                `json:"revision_number"`
+	TrunkDetails          *wireTrunkDetails  `json:"trunk_details,omitempty"` // trunk parents only
+}
+
+type wireAddressPair struct {
+	IPAddress  string `json:"ip_address"`
+	MACAddress string `json:"mac_address"`
 }
 
 type wireFixedIP struct {
