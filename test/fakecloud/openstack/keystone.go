@@ -418,6 +418,10 @@ var catalogServices = []catalogService{
 	{"compute", "nova", func(p, _ string) string { return p + "/compute/v2.1" }},
 	{"network", "neutron", func(p, _ string) string { return p + "/network" }},
 	{"load-balancer", "octavia", func(p, _ string) string { return p + "/load-balancer" }},
+	// Glance is in every cloud's catalog, and clients build its client
+	// before a server listing (openstackclient does); its API is not
+	// served: nothing polyccm does reads images.
+	{"image", "glance", func(p, _ string) string { return p + "/image" }},
 	// Cinder's endpoint carries the project, as devstack registers it
 	// (".../v3/$(project_id)s") and clouds publish it.
 	{"volumev3", "cinderv3", func(p, project string) string { return p + "/volume/v3/" + project }},

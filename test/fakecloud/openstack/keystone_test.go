@@ -188,7 +188,7 @@ func TestTokenWire(t *testing.T) {
 	}
 	// Every service in every region, public and internal.
 	want := map[string]string{"identity": "/identity", "compute": "/compute/v2.1", "network": "/network",
-		"load-balancer": "/load-balancer", "volumev3": "/volume/v3/" + a.ProjectID}
+		"load-balancer": "/load-balancer", "volumev3": "/volume/v3/" + a.ProjectID, "image": "/image"}
 	for _, e := range body["catalog"].([]any) {
 		e := e.(map[string]any)
 		path, ok := want[e["type"].(string)]

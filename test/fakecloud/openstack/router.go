@@ -18,6 +18,7 @@ const (
 	svcNetwork      = "network"
 	svcLoadBalancer = "load-balancer"
 	svcVolume       = "volume"
+	svcImage        = "image"
 )
 
 // The names calls are counted and matched by in Faults (CallCount, rules:
@@ -111,6 +112,7 @@ const (
 	// Cinder's paths may carry the project ("/volume/v3/{project_id}/volumes",
 	// as the catalog gives them) or not (from 3.67); both count alike.
 	VolumeVersions = "volume.versions"     // GET /volume
+	ImageVersions  = "image.versions"      // GET /image (Glance's API is not served)
 	VolumesList    = "volume.volumes.list" // GET /volume/v3/{project_id}/volumes/detail
 	VolumesGet     = "volume.volumes.get"  // GET /volume/v3/{project_id}/volumes/{id}
 )

@@ -21,6 +21,7 @@ func (s *Server) registerVersions() {
 	both(svcNetwork, "/network", NetworkVersions, networkVersions)
 	both(svcLoadBalancer, "/load-balancer", LoadBalancerVersions, loadBalancerVersions)
 	both(svcVolume, "/volume", VolumeVersions, volumeVersions)
+	both(svcImage, "/image", ImageVersions, imageVersions)
 }
 
 func strPtr(v string) *string { return &v }
@@ -88,6 +89,14 @@ func loadBalancerVersions(c *call) (int, any) {
 }
 
 // volumeVersions: Cinder answers its root with 300 Multiple Choices.
+// imageVersions is Glance's version document, which clients discover
+// before anything else of a cloud (openstackclient does before a server
+// listing); the images API itself is not served.
+func imageVersions(c *call) (int, any) {
+	return http.StatusMultipleChoices, map[string]any{"versions": []wireVersion{{ID: "v2.16", Status: "CURRENT",
+		Links: []wireLink{{Rel: "self", Href: c.root + "/image/v2/"}}}}}
+}
+
 func volumeVersions(c *call) (int, any) {
 	return http.StatusMultipleChoices, map[string]any{"versions": []wireVersion{{ID: "v3.0", Status: "CURRENT",
 		Version: strPtr(maxVolumeMicroversion.String()), MinVersion: strPtr(minVolumeMicroversion.String()), Updated: "2023-08-31T00:00:00Z",
