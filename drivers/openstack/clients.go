@@ -31,20 +31,19 @@ func (cl *clients) blockStorage() (*gophercloud.ServiceClient, error) {
 
 // session authenticates once (Keystone v3, password or application
 // credential), finds the region's endpoints in the catalog and keeps
-// them; gophercloud re-authenticates on a 401 itself. Secrets are read on
-// each authentication, so rotating their files needs no restart.
+// them; gophercloud re-authenticates on a 401 itself, through
+// reauthenticate. Secrets are read on each authentication, so rotating
+// their files needs no restart.
 func (c *Cloud) session(ctx context.Context) (*clients, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.clients != nil {
 		return c.clients, nil
 	}
-	provider, err := gcopenstack.NewClient(c.cfg.AuthURL)
+	provider, err := c.newProvider()
 	if err != nil {
 		return nil, err
 	}
-	provider.HTTPClient = *c.http
-	provider.UserAgent.Prepend("polyccm/" + version.Version)
 	opts, err := c.authOptions()
 	if err != nil {
 		return nil, err
@@ -56,6 +55,9 @@ func (c *Cloud) session(ctx context.Context) (*clients, error) {
 	}); err != nil {
 		return nil, err
 	}
+	// gophercloud's own re-authentication sends the secrets read above
+	// for ever: a password rotated in its file would never be read.
+	provider.ReauthFunc = func(ctx context.Context) error { return c.reauthenticate(ctx, provider) }
 	cl := &clients{provider: provider, eo: c.endpoint(), region: c.cfg.Region}
 	if cl.compute, err = gcopenstack.NewComputeV2(provider, c.endpoint()); err != nil {
 		return nil, catalogError("compute", c.cfg.Region, err)
@@ -67,6 +69,37 @@ func (c *Cloud) session(ctx context.Context) (*clients, error) {
 	}
 	c.clients = cl
 	return cl, nil
+}
+
+// newProvider is a client of Keystone at authURL, not yet authenticated.
+func (c *Cloud) newProvider() (*gophercloud.ProviderClient, error) {
+	provider, err := gcopenstack.NewClient(c.cfg.AuthURL)
+	if err != nil {
+		return nil, err
+	}
+	provider.HTTPClient = *c.http
+	provider.UserAgent.Prepend("polyccm/" + version.Version)
+	return provider, nil
+}
+
+// reauthenticate gives provider a new token, for the credentials as their
+// files hold them now, when a service refused its token (expired, or
+// revoked by a password change); gophercloud serializes the calls.
+func (c *Cloud) reauthenticate(ctx context.Context, provider *gophercloud.ProviderClient) error {
+	opts, err := c.authOptions()
+	if err != nil {
+		return err
+	}
+	opts.AllowReauth = false
+	fresh, err := c.newProvider()
+	if err != nil {
+		return err
+	}
+	if err := gcopenstack.AuthenticateV3(ctx, fresh, &opts, gophercloud.EndpointOpts{}); err != nil {
+		return err
+	}
+	provider.CopyTokenFrom(fresh)
+	return nil
 }
 
 // authOptions are the Keystone v3 options from the config, secrets read

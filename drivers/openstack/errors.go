@@ -22,9 +22,17 @@ func classify(err error) cloudapi.Classification {
 	if errors.As(err, &ce) {
 		return cloudapi.Classification{Kind: cloudapi.KindUnauthorized}
 	}
-	var reauth gophercloud.ErrUnableToReauthenticate
+	// gophercloud returns it as a pointer: a service refused the token
+	// and asking Keystone for a new one failed. Keystone's answer says
+	// why (the credentials refused, or Keystone itself failing).
+	var reauth *gophercloud.ErrUnableToReauthenticate
 	if errors.As(err, &reauth) {
-		// The token expired and Keystone refused the credentials anew.
+		if c := classify(reauth.ErrReauth); c.Kind != cloudapi.KindUnknown {
+			return c
+		}
+		if k, ok := cloudapi.ClassifyTransport(reauth.ErrReauth); ok {
+			return cloudapi.Classification{Kind: k}
+		}
 		return cloudapi.Classification{Kind: cloudapi.KindUnauthorized, Status: http.StatusUnauthorized}
 	}
 	var ec *catalogErr
