@@ -262,6 +262,6 @@ func init() {
 		Capabilities:    []driver.Capability{driver.Instances, driver.Zones, driver.Routes, driver.Volumes},
 		Classify:        classify,
 		UpstreamMetrics: upstreamMetrics,
-		CredentialsHint: "the OpenStack credentials (drivers.openstack.applicationCredentialID/Secret, or username, password and the project) and that Keystone at drivers.openstack.authURL accepts them",
+		CredentialsHint: "the OpenStack credentials (drivers.openstack.applicationCredentialID/Secret, or username, password and the project, or the clouds.yaml entry drivers.openstack.cloud) and that Keystone at the auth URL accepts them",
 	})
 }
