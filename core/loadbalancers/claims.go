@@ -21,6 +21,11 @@ type Observed struct {
 	Claims []Claim
 	// State is the driver's reading, handed back to its Plan.
 	State any
+	// Halt, when set, is what stopped the observation after some claims
+	// (a read that failed, invalid settings): core judges the claims
+	// first, so that a refusal of what was read before still comes first,
+	// then returns Halt's error instead of planning.
+	Halt func() error
 }
 
 // Claim is one question for the ownership rule. Exactly one of Resource
@@ -196,7 +201,18 @@ type DeleteStep struct {
 // Add appends a step.
 func (d *Deletion) Add(s DeleteStep) { d.Steps = append(d.Steps, s) }
 
-// run runs the steps whose guards allow it; the first error stops.
+// FailAfter ends a deletion whose reading failed after some steps: they
+// run first, and the deletion then fails, as when each read came right
+// before what depends on it was deleted. With no steps it fails at once.
+func (d *Deletion) FailAfter(err error) (*Deletion, error) {
+	if len(d.Steps) == 0 {
+		return nil, err
+	}
+	d.Add(DeleteStep{Run: func(context.Context) error { return err }})
+	return d, nil
+}
+
+// delete runs the steps whose guards allow it; the first error stops.
 func (ow *Ownership) delete(ctx context.Context, svc *v1.Service, d *Deletion) error {
 	for _, s := range d.Steps {
 		if s.Guard != nil {

@@ -2,6 +2,7 @@ package loadbalancers_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ type claimer struct {
 	check    []loadbalancers.Resource // asked of Judgement.Adopted
 	deletion bool
 	onPlan   func(j *loadbalancers.Judgement)
+	halt     error
 }
 
 func (c *claimer) Name(*v1.Service) string { return "lb" }
@@ -29,7 +31,11 @@ func (c *claimer) Status(context.Context, *v1.Service) (*v1.LoadBalancerStatus, 
 	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: "192.0.2.9"}}}, c.status, true, nil
 }
 func (c *claimer) Observe(context.Context, *v1.Service, []*v1.Node, loadbalancers.SyncKind, any) (*loadbalancers.Observed, error) {
-	return &loadbalancers.Observed{LoadBalancer: "lb", Claims: c.claims}, nil
+	o := &loadbalancers.Observed{LoadBalancer: "lb", Claims: c.claims}
+	if c.halt != nil {
+		o.Halt = func() error { return c.halt }
+	}
+	return o, nil
 }
 func (c *claimer) Plan(_ context.Context, _ *v1.Service, _ *loadbalancers.Observed, j *loadbalancers.Judgement) (*loadbalancers.SyncPlan, error) {
 	c.planned++
@@ -227,5 +233,44 @@ func TestMayDeleteOnlyWhatIsMarked(t *testing.T) {
 	ev := e.events()
 	if !slices.ContainsFunc(ev, func(s string) bool { return strings.Contains(s, "Not deleting Example security group by-hand") }) {
 		t.Errorf("events %q, want the adopted group's Warning", ev)
+	}
+}
+
+// An observation stopped after some claims: a refusal of what was read
+// before still comes first; otherwise the halt's error, and no plan.
+func TestHaltComesAfterTheClaims(t *testing.T) {
+	victim := service("team-a", "web", uidA, nil, "203.0.113.10")
+	thief := service("team-b", "thief", uidB, nil, "")
+	e := newEnv(t, false, false, victim, thief)
+	victims := loadbalancers.Resource{Kind: "load balancer", ID: "lb-1", Name: loadbalancers.DefaultName(victim), UIDMark: loadbalancers.UIDMark(loadbalancers.DefaultName(victim))}
+	halt := errors.New("reading the listeners failed")
+	c := &claimer{claims: []loadbalancers.Claim{loadbalancers.ResourceClaim(victims)}, halt: halt}
+	lb := loadbalancers.Sync(c, e.own)
+	if _, err := lb.EnsureLoadBalancer(context.Background(), "c", thief, nil); !loadbalancers.IsNotOwned(err) || c.planned != 0 {
+		t.Fatalf("a refused claim before the halt: %v, planned %d", err, c.planned)
+	}
+	c.claims = nil
+	if _, err := lb.EnsureLoadBalancer(context.Background(), "c", thief, nil); !errors.Is(err, halt) || c.planned != 0 {
+		t.Fatalf("no claim refused: %v, planned %d; want the halt's error and no plan", err, c.planned)
+	}
+}
+
+// A deletion whose reading failed after some steps runs them, then fails.
+func TestDeletionFailAfter(t *testing.T) {
+	boom := errors.New("describing the groups failed")
+	if d, err := (&loadbalancers.Deletion{}).FailAfter(boom); d != nil || !errors.Is(err, boom) {
+		t.Errorf("with no steps: %v, %v; want the error at once", d, err)
+	}
+	ran := 0
+	d := &loadbalancers.Deletion{Steps: []loadbalancers.DeleteStep{{Run: func(context.Context) error { ran++; return nil }}}}
+	d, err := d.FailAfter(boom)
+	if err != nil || len(d.Steps) != 2 {
+		t.Fatalf("with a step: %v, %d steps", err, len(d.Steps))
+	}
+	svc := service("team-a", "web", uidA, nil, "")
+	e := newEnv(t, false, false, svc)
+	c := &claimer{deletion: true, steps: d.Steps}
+	if err := loadbalancers.Sync(c, e.own).EnsureLoadBalancerDeleted(context.Background(), "c", svc); !errors.Is(err, boom) || ran != 1 {
+		t.Errorf("delete: %v, ran %d; want the step run, then the error", err, ran)
 	}
 }

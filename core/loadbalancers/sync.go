@@ -152,6 +152,9 @@ func (s *syncer) plan(ctx context.Context, svc *v1.Service, nodes []*v1.Node, ki
 	if err != nil {
 		return nil, err
 	}
+	if obs.Halt != nil {
+		return nil, obs.Halt()
+	}
 	return s.t.Plan(ctx, svc, obs, j)
 }
 

@@ -80,9 +80,6 @@ type classicSync struct {
 // planClassic plans one full sync of a Classic Load Balancer, as Plan
 // does for an NLB.
 func (l *loadBalancers) planClassic(svc *v1.Service, s *classicSync, j *loadbalancers.Judgement) (*loadbalancers.SyncPlan, error) {
-	if s.fail != nil {
-		return nil, s.fail()
-	}
 	s.planWith(l, svc, j)
 	left := &syncBase{}
 	return &loadbalancers.SyncPlan{LoadBalancer: s.ap.spec.name, Plan: s.plan, Base: left,
@@ -254,7 +251,7 @@ func (l *loadBalancers) classicDeletion(ctx context.Context, svc *v1.Service) (*
 	}
 	vpc, err := l.c.vpcID(ctx, cl)
 	if err != nil {
-		return failAt(d, err)
+		return d.FailAfter(err)
 	}
 	// The group the Service named (security-groups) was let into the
 	// nodes' groups: that rule goes too, unless another Service uses it
@@ -269,7 +266,7 @@ func (l *loadBalancers) classicDeletion(ctx context.Context, svc *v1.Service) (*
 	sgName := classicSGName(name)
 	sg, err := l.findSecurityGroup(ctx, cl, vpc, sgName)
 	if err != nil {
-		return failAt(d, err)
+		return d.FailAfter(err)
 	}
 	for _, g := range slices.Sorted(maps.Keys(named)) {
 		if sg != nil && g == aws.ToString(sg.GroupId) {

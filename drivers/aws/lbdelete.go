@@ -64,30 +64,19 @@ func (l *loadBalancers) Deletion(ctx context.Context, svc *v1.Service) (*loadbal
 	d.Add(loadbalancers.DeleteStep{Run: func(ctx context.Context) error { return l.deleteServiceTargetGroups(ctx, cl, svc, spec) }})
 	vpc, err := l.c.vpcID(ctx, cl)
 	if err != nil {
-		return failAt(d, err)
+		return d.FailAfter(err)
 	}
 	// The rules name the load balancer, whose name comes from this
 	// Service's UID: they are this Service's alone.
 	d.Add(loadbalancers.DeleteStep{Run: func(ctx context.Context) error { return l.revokeNodeRules(ctx, cl, vpc, spec.name) }})
 	sgs, err := l.serviceSecurityGroups(ctx, cl, vpc, svc)
 	if err != nil {
-		return failAt(d, err)
+		return d.FailAfter(err)
 	}
 	for _, sg := range sgs {
 		r := l.resource(kindSG, aws.ToString(sg.GroupId), aws.ToString(sg.GroupName), ec2TagMap(sg.Tags))
 		d.Add(loadbalancers.DeleteStep{Guard: &r, Run: func(ctx context.Context) error { return l.deleteSecurityGroup(ctx, cl, sg) }})
 	}
-	return d, nil
-}
-
-// failAt ends a deletion whose reading failed after some steps: they run
-// first, and the deletion then fails, as when each read came right before
-// what depends on it was deleted.
-func failAt(d *loadbalancers.Deletion, err error) (*loadbalancers.Deletion, error) {
-	if len(d.Steps) == 0 {
-		return nil, err
-	}
-	d.Add(loadbalancers.DeleteStep{Run: func(context.Context) error { return err }})
 	return d, nil
 }
 

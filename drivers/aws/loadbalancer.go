@@ -141,13 +141,13 @@ func (l *loadBalancers) Observe(ctx context.Context, svc *v1.Service, nodes []*v
 		if err != nil {
 			return nil, err
 		}
-		return &loadbalancers.Observed{LoadBalancer: s.spec.name, Claims: s.claims, State: s}, nil
+		return &loadbalancers.Observed{LoadBalancer: s.spec.name, Claims: s.claims, State: s, Halt: s.fail}, nil
 	}
 	s, err := l.observeSync(ctx, svc, nodes)
 	if err != nil {
 		return nil, err
 	}
-	return &loadbalancers.Observed{LoadBalancer: s.spec.name, Claims: s.claims, State: s}, nil
+	return &loadbalancers.Observed{LoadBalancer: s.spec.name, Claims: s.claims, State: s, Halt: s.fail}, nil
 }
 
 // Plan plans the sync Observe read, once core has judged its claims. A
@@ -167,9 +167,6 @@ func (l *loadBalancers) Plan(_ context.Context, svc *v1.Service, o *loadbalancer
 
 // planNLBSync plans one full sync of an NLB.
 func (l *loadBalancers) planNLBSync(svc *v1.Service, s *nlbSync, j *loadbalancers.Judgement) (*loadbalancers.SyncPlan, error) {
-	if s.fail != nil {
-		return nil, s.fail()
-	}
 	s.planWith(l, svc, j)
 	if _, given := loadbalancers.SourceRanges(svc); s.obs.noSG && len(given) > 0 && l.c.cfg.DisableSecurityGroupIngress && l.c.deps.Recorder != nil {
 		// An NLB made without security groups (the AWS CCM's default) can
@@ -215,7 +212,7 @@ type nlbSync struct {
 // claimed are the claims of an observation, in the order they were read
 // (the order in which the ownership rule was applied to each as it was
 // read, before core applied it), and what stopped the observation after
-// some of them.
+// some of them (core's Observed.Halt).
 type claimed struct {
 	claims []loadbalancers.Claim
 	fail   func() error

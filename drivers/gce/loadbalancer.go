@@ -224,11 +224,6 @@ type fullSync struct {
 	view   lbSpec // the spec before observing filled parts in
 	byZone map[string][]string
 	obs    *observed
-	// err is a failure met after a claim: Plan returns it once core let
-	// the claims before it pass, as when the checks ran in line, so a
-	// refusal still comes first. report records its events then.
-	err    error
-	report func()
 }
 
 // Observe reads one sync; it changes nothing. Invalid settings are
@@ -270,12 +265,6 @@ func (l *loadBalancers) Plan(ctx context.Context, svc *v1.Service, o *loadbalanc
 
 // planFull plans a full sync from what observeFull read.
 func (l *loadBalancers) planFull(ctx context.Context, svc *v1.Service, st *fullSync) (*loadbalancers.SyncPlan, error) {
-	if st.err != nil {
-		if st.report != nil {
-			st.report()
-		}
-		return nil, st.err
-	}
 	spec, obs := st.spec, st.obs
 	if obs.deny != nil {
 		l.noteDeny(spec, obs.deny)
@@ -364,28 +353,39 @@ func (l *loadBalancers) observeFull(ctx context.Context, svc *v1.Service, nodes 
 			o.Claims = append(o.Claims, loadbalancers.ResourceClaim(l.resource(r.GetName(), r.GetDescription(), r.GetIPAddress())))
 		}
 	}
-	st.err = l.observeClaimed(ctx, svc, nodes, st, o, fr, fr6)
+	// A failure met after a claim comes once core let the claims before
+	// it pass, as when the checks ran in line: a refusal comes first.
+	if report, err := l.observeClaimed(ctx, svc, nodes, st, o, fr, fr6); err != nil {
+		o.Halt = func() error {
+			if report != nil {
+				report()
+			}
+			return err
+		}
+	}
 	return o, nil
 }
 
 // observeClaimed reads the rest of a full sync from the rules fr and fr6
 // (nil: none), adding the claims it meets in the order their checks ran:
-// the address asked for, then the deny rule.
-func (l *loadBalancers) observeClaimed(ctx context.Context, svc *v1.Service, nodes []*v1.Node, st *fullSync, o *loadbalancers.Observed, fr, fr6 *computepb.ForwardingRule) error {
+// the address asked for, then the deny rule. A failure comes with what
+// records its events (invalid static address names), for when it is
+// given.
+func (l *loadBalancers) observeClaimed(ctx context.Context, svc *v1.Service, nodes []*v1.Node, st *fullSync, o *loadbalancers.Observed, fr, fr6 *computepb.ForwardingRule) (report func(), _ error) {
 	cl, env, spec := st.cl, st.env, st.spec
 	if len(spec.staticNames) > 0 {
 		if err := l.resolveStaticAddresses(ctx, cl, env, svc, spec); err != nil {
 			if ie, ok := errors.AsType[*annotations.InvalidError](err); ok {
-				st.report = func() { ie.Record(l.c.deps.Recorder, svc) }
+				return func() { ie.Record(l.c.deps.Recorder, svc) }, err
 			}
-			return err
+			return nil, err
 		}
 	}
 	if spec.ip != "" {
 		c, err := l.addressClaim(ctx, cl, env, spec, fr)
 		o.Claims = append(o.Claims, loadbalancers.Claim{Address: c})
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
 	switched := fr != nil && !strings.EqualFold(fr.GetLoadBalancingScheme(), spec.scheme())
@@ -393,7 +393,7 @@ func (l *loadBalancers) observeClaimed(ctx context.Context, svc *v1.Service, nod
 		// A node sync with nothing to update, or a switch
 		// EnsureLoadBalancer makes: here the rule could be deleted but
 		// not made again.
-		return cloudapi.ErrCreateSkipped
+		return nil, cloudapi.ErrCreateSkipped
 	}
 	byZone, skipped := nodeInstances(nodes, env.project)
 	if len(skipped) > 0 {
@@ -402,7 +402,7 @@ func (l *loadBalancers) observeClaimed(ctx context.Context, svc *v1.Service, nod
 	st.byZone = byZone
 	var err error
 	st.obs, err = l.observe(ctx, cl, env, spec, byZone, fr, fr6, switched, &o.Claims)
-	return err
+	return nil, err
 }
 
 // checkRequestedIP refuses an external spec.loadBalancerIP that is
